@@ -1,0 +1,1 @@
+"""Aisle: storefront personalization and analytics."""

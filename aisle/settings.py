@@ -1,0 +1,74 @@
+"""One settings class for the whole service (environment prefix ``AISLE_``)."""
+
+from __future__ import annotations
+
+import secrets
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="AISLE_", extra="ignore")
+
+    data_dir: Path = Path("data")
+    database_url: str | None = Field(
+        default=None, description="SQLAlchemy URL of the config store; SQLite in the data dir when unset."
+    )
+    redis_url: str | None = Field(
+        default=None, description="Hot state (throttles, windows) in Redis when set."
+    )
+    public_url: str = "http://127.0.0.1:8000"
+
+    jwt_secret: str | None = Field(
+        default=None, description="HMAC key for tokens; generated once and kept in the data dir when unset."
+    )
+    access_token_ttl_seconds: int = 900
+    refresh_token_ttl_seconds: int = 30 * 24 * 3600
+    mfa_challenge_ttl_seconds: int = 300
+    email_verification_ttl_seconds: int = 48 * 3600
+
+    smtp_url: str | None = Field(
+        default=None, description="smtp://user:pass@host:port; .eml files when unset."
+    )
+    mail_from: str = "Aisle <no-reply@aisle.local>"
+
+    login_max_failures_per_account: int = 5
+    login_max_attempts_per_address: int = 30
+    login_window_seconds: int = 900
+
+    public_read_limit_per_minute: int = 300
+
+    # Domain verification looks at the real domain; tests point these at loopback.
+    verification_dns_server: str | None = None
+    verification_http_base: str | None = None
+    verification_timeout_seconds: float = 5.0
+
+    log_json: bool = True
+
+    @cached_property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'aisle.db').resolve()}"
+
+    @cached_property
+    def signing_key(self) -> str:
+        if self.jwt_secret:
+            return self.jwt_secret
+        key_file = self.data_dir / "secret.key"
+        if not key_file.exists():
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            key_file.write_text(secrets.token_urlsafe(48))
+            key_file.chmod(0o600)
+        return key_file.read_text().strip()
+
+    @property
+    def outbox_dir(self) -> Path:
+        return self.data_dir / "outbox"
+
+    def prepare_data_dir(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.outbox_dir.mkdir(parents=True, exist_ok=True)

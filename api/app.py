@@ -1,0 +1,67 @@
+"""The application factory."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from aisle.settings import Settings
+from api.auth.routes import router as auth_router
+from api.errors import ERROR_RESPONSE_SCHEMA, install_error_handlers
+from api.observability import Metrics, RequestObserver, configure_logging
+from api.public.routes import router as public_router
+from api.routes.admin import router as admin_router
+from api.routes.health import router as health_router
+from api.sites.routes import router as sites_router
+from jobs.mail import Outbox
+from warehouse.catalog.store import create_store_engine, migrate
+from warehouse.hotstate import open_hot_state
+
+API_PREFIX = "/api/v1"
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    settings.prepare_data_dir()
+    configure_logging(json=settings.log_json)
+    store = create_store_engine(settings.resolved_database_url)
+    migrate(store)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI):
+        yield
+        store.dispose()
+
+    app = FastAPI(
+        title="Aisle",
+        version="0.1.0",
+        description="Storefront personalization and analytics. Errors always use the envelope "
+        '`{"error": {"code", "message", "details"}}`.',
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url=f"{API_PREFIX}/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+        responses={400: ERROR_RESPONSE_SCHEMA, 401: ERROR_RESPONSE_SCHEMA, 403: ERROR_RESPONSE_SCHEMA},
+    )
+    app.state.settings = settings
+    app.state.store = store
+    app.state.hot = open_hot_state(settings.redis_url)
+    app.state.outbox = Outbox(
+        outbox_dir=settings.outbox_dir, smtp_url=settings.smtp_url, sender=settings.mail_from
+    )
+    metrics = Metrics()
+    app.state.metrics = metrics
+
+    install_error_handlers(app)
+    for router in (health_router, auth_router, sites_router, admin_router, public_router):
+        app.include_router(router, prefix=API_PREFIX)
+
+    @app.get("/metrics", include_in_schema=False)
+    def prometheus_metrics() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    app.add_middleware(RequestObserver, metrics=metrics)
+    return app

@@ -1,0 +1,123 @@
+"""TOTP multi-factor: setup, verify, enable, disable and single-use backup codes."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+import pyotp
+from sqlalchemy import Connection, Engine
+
+from api.auth import tokens
+from api.errors import BadRequest, Conflict
+from warehouse.catalog import backup_codes, users
+
+ISSUER_NAME = "Aisle"
+BACKUP_CODE_COUNT = 10
+# Accept the previous and next 30 s step too, for clock drift between phone and server.
+VALID_WINDOW = 1
+
+
+def _normalise(code: str) -> str:
+    return code.replace(" ", "").replace("-", "").strip().lower()
+
+
+def _matching_timestep(secret: str, code: str) -> int | None:
+    totp = pyotp.TOTP(secret)
+    now = int(time.time())
+    for drift in range(-VALID_WINDOW, VALID_WINDOW + 1):
+        at = now + drift * totp.interval
+        if secrets.compare_digest(totp.at(at), code):
+            return at // totp.interval
+    return None
+
+
+def check_totp(conn: Connection, *, user: dict[str, Any], code: str) -> bool:
+    """A TOTP code is accepted once: a replay of the same (or an older) step is refused."""
+    code = _normalise(code)
+    if not user["mfa_secret"] or not code.isdigit():
+        return False
+    step = _matching_timestep(user["mfa_secret"], code)
+    if step is None or (user["mfa_last_timestep"] is not None and step <= user["mfa_last_timestep"]):
+        return False
+    users.update_fields(conn, user_id=user["id"], mfa_last_timestep=step)
+    return True
+
+
+def check_backup_code(conn: Connection, *, user: dict[str, Any], code: str) -> bool:
+    wanted = tokens.digest(_normalise(code))
+    for stored in backup_codes.list_unused(conn, user_id=user["id"]):
+        if secrets.compare_digest(stored["code_hash"], wanted):
+            return backup_codes.mark_used(conn, code_id=stored["id"])
+    return False
+
+
+def check_code_or_backup(conn: Connection, *, user: dict[str, Any], code: str) -> bool:
+    return check_totp(conn, user=user, code=code) or check_backup_code(conn, user=user, code=code)
+
+
+def _new_backup_codes(conn: Connection, *, user_id: str) -> list[str]:
+    codes = [f"{secrets.token_hex(4)}-{secrets.token_hex(4)}" for _ in range(BACKUP_CODE_COUNT)]
+    backup_codes.replace_all(conn, user_id=user_id, code_hashes=[tokens.digest(_normalise(c)) for c in codes])
+    return codes
+
+
+def setup(store: Engine, *, user_id: str) -> dict[str, str]:
+    with store.begin() as conn:
+        user = users.get(conn, user_id=user_id)
+        if user["mfa_enabled"]:
+            raise Conflict("MFA is already enabled; disable it first", code="MFA_ALREADY_ENABLED")
+        secret = pyotp.random_base32()
+        users.update_fields(conn, user_id=user_id, mfa_secret=secret, mfa_last_timestep=None)
+    uri = pyotp.TOTP(secret).provisioning_uri(name=user["email"], issuer_name=ISSUER_NAME)
+    return {"secret": secret, "otpauth_uri": uri}
+
+
+def verify(store: Engine, *, user_id: str, code: str) -> bool:
+    with store.begin() as conn:
+        user = users.get(conn, user_id=user_id)
+        if not user["mfa_secret"]:
+            raise BadRequest("Start with POST /auth/mfa/setup", code="MFA_NOT_SET_UP")
+        return check_totp(conn, user=user, code=code)
+
+
+def enable(store: Engine, *, user_id: str, code: str) -> list[str]:
+    with store.begin() as conn:
+        user = users.get(conn, user_id=user_id)
+        if user["mfa_enabled"]:
+            raise Conflict("MFA is already enabled", code="MFA_ALREADY_ENABLED")
+        if not user["mfa_secret"]:
+            raise BadRequest("Start with POST /auth/mfa/setup", code="MFA_NOT_SET_UP")
+        if not check_totp(conn, user=user, code=code):
+            raise BadRequest("The MFA code is wrong", code="MFA_CODE_INVALID")
+        users.update_fields(conn, user_id=user_id, mfa_enabled=True)
+        return _new_backup_codes(conn, user_id=user_id)
+
+
+def disable(store: Engine, *, user_id: str, code: str) -> None:
+    with store.begin() as conn:
+        user = users.get(conn, user_id=user_id)
+        if not user["mfa_enabled"]:
+            raise BadRequest("MFA is not enabled", code="MFA_NOT_ENABLED")
+        if not check_code_or_backup(conn, user=user, code=code):
+            raise BadRequest("The MFA code is wrong", code="MFA_CODE_INVALID")
+        users.update_fields(conn, user_id=user_id, mfa_enabled=False, mfa_secret=None, mfa_last_timestep=None)
+        backup_codes.delete_all(conn, user_id=user_id)
+
+
+def regenerate_backup_codes(store: Engine, *, user_id: str, code: str) -> list[str]:
+    with store.begin() as conn:
+        user = users.get(conn, user_id=user_id)
+        if not user["mfa_enabled"]:
+            raise BadRequest("MFA is not enabled", code="MFA_NOT_ENABLED")
+        if not check_totp(conn, user=user, code=code):
+            raise BadRequest("The MFA code is wrong", code="MFA_CODE_INVALID")
+        return _new_backup_codes(conn, user_id=user_id)
+
+
+def status(store: Engine, *, user_id: str) -> dict[str, Any]:
+    with store.connect() as conn:
+        user = users.get(conn, user_id=user_id)
+        remaining = len(backup_codes.list_unused(conn, user_id=user_id)) if user["mfa_enabled"] else 0
+    return {"enabled": bool(user["mfa_enabled"]), "backupCodesRemaining": remaining}

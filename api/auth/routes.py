@@ -1,0 +1,193 @@
+"""Auth routes: the spec's Auth row."""
+
+from __future__ import annotations
+
+import secrets
+
+from fastapi import APIRouter, Response
+
+from api.auth import mfa, service
+from api.auth.schemas import (
+    BackupCodes,
+    CsrfToken,
+    LoginBody,
+    MfaChallenge,
+    MfaCodeBody,
+    MfaSetup,
+    MfaStatus,
+    MfaVerified,
+    RefreshBody,
+    RegisterBody,
+    ResendVerificationBody,
+    RevokeBody,
+    Tokens,
+    UserOut,
+    VerificationStatus,
+    VerifyEmailBody,
+    VerifyMfaLoginBody,
+    user_out,
+)
+from api.deps import ClientAddress, CurrentUser, HotStateDep, OutboxDep, SettingsDep, StoreDep
+from api.schemas import Ok
+from api.throttle import Limit, throttle
+from warehouse.catalog import users
+
+router = APIRouter(prefix="/auth", tags=["auth"])
+
+CSRF_COOKIE = "aisle_csrf"
+
+
+def _tokens(pair: service.TokenPair) -> Tokens:
+    return Tokens(
+        access_token=pair.access_token, refresh_token=pair.refresh_token, expires_in=pair.expires_in
+    )
+
+
+@router.post("/register", status_code=201, response_model=UserOut)
+def register(body: RegisterBody, store: StoreDep, settings: SettingsDep, outbox: OutboxDep) -> UserOut:
+    """Create an account and its organisation (the caller becomes its owner); sends a verification e-mail."""
+    user = service.register(
+        store,
+        settings,
+        outbox,
+        email=body.email,
+        password=body.password,
+        name=body.name,
+        organization_name=body.organization_name,
+    )
+    return user_out(user)
+
+
+@router.post("/login", response_model=Tokens | MfaChallenge)
+def login(
+    body: LoginBody, store: StoreDep, settings: SettingsDep, hot: HotStateDep, address: ClientAddress
+) -> Tokens | MfaChallenge:
+    """Tokens, or `{mfaRequired: true, challengeToken}` to exchange at `/auth/login/verify-mfa`.
+    Failed logins are throttled per account and attempts per client address (429 with Retry-After)."""
+    result = service.login(store, settings, hot, email=body.email, password=body.password, address=address)
+    if isinstance(result, str):
+        return MfaChallenge(challenge_token=result, expires_in=settings.mfa_challenge_ttl_seconds)
+    return _tokens(result)
+
+
+@router.post("/login/verify-mfa", response_model=Tokens)
+def verify_mfa_login(
+    body: VerifyMfaLoginBody, store: StoreDep, settings: SettingsDep, hot: HotStateDep, address: ClientAddress
+) -> Tokens:
+    """Exchange an MFA challenge and a TOTP or backup code for tokens."""
+    throttle(
+        hot, None, limit=Limit("mfa-address", settings.login_max_attempts_per_address, 900), subject=address
+    )
+    return _tokens(
+        service.verify_mfa_login(store, settings, challenge_token=body.challenge_token, code=body.code)
+    )
+
+
+@router.post("/refresh", response_model=Tokens)
+def refresh(body: RefreshBody, store: StoreDep, settings: SettingsDep) -> Tokens:
+    """Rotate: the given refresh token is spent and a new pair returned. Presenting a spent token
+    again revokes the whole session family (401 `REFRESH_TOKEN_REUSED`)."""
+    return _tokens(service.refresh(store, settings, refresh_token=body.refresh_token))
+
+
+@router.post("/logout", response_model=Ok)
+def logout(body: RefreshBody, store: StoreDep) -> Ok:
+    """End the session of this refresh token."""
+    service.logout(store, refresh_token=body.refresh_token)
+    return Ok()
+
+
+@router.post("/revoke", response_model=Ok)
+def revoke(body: RevokeBody, store: StoreDep, principal: CurrentUser) -> Ok:
+    """Revoke a refresh token's session, or with `everywhere: true` every session of the account."""
+    service.revoke(
+        store, refresh_token=body.refresh_token, user_id=principal.user_id, everywhere=body.everywhere
+    )
+    return Ok()
+
+
+@router.get("/me", response_model=UserOut)
+def me(store: StoreDep, principal: CurrentUser) -> UserOut:
+    with store.connect() as conn:
+        return user_out(users.get(conn, user_id=principal.user_id))
+
+
+@router.post("/mfa/setup", response_model=MfaSetup)
+def mfa_setup(store: StoreDep, principal: CurrentUser) -> MfaSetup:
+    """Start MFA: a new TOTP secret and its otpauth URI (for a QR code). Not active until enabled."""
+    return MfaSetup(**mfa.setup(store, user_id=principal.user_id))
+
+
+@router.post("/mfa/verify", response_model=MfaVerified)
+def mfa_verify(body: MfaCodeBody, store: StoreDep, principal: CurrentUser) -> MfaVerified:
+    """Check a TOTP code against the secret from setup without changing anything else."""
+    return MfaVerified(valid=mfa.verify(store, user_id=principal.user_id, code=body.code))
+
+
+@router.post("/mfa/enable", response_model=BackupCodes)
+def mfa_enable(body: MfaCodeBody, store: StoreDep, principal: CurrentUser) -> BackupCodes:
+    """Turn MFA on with a current TOTP code; answers ten single-use backup codes, shown once."""
+    return BackupCodes(backup_codes=mfa.enable(store, user_id=principal.user_id, code=body.code))
+
+
+@router.post("/mfa/disable", response_model=Ok)
+def mfa_disable(body: MfaCodeBody, store: StoreDep, principal: CurrentUser) -> Ok:
+    """Turn MFA off; needs a current TOTP code or an unused backup code."""
+    mfa.disable(store, user_id=principal.user_id, code=body.code)
+    return Ok()
+
+
+@router.post("/mfa/backup-codes/regenerate", response_model=BackupCodes)
+def mfa_regenerate(body: MfaCodeBody, store: StoreDep, principal: CurrentUser) -> BackupCodes:
+    """Replace all backup codes (the old ones stop working); needs a current TOTP code."""
+    return BackupCodes(
+        backup_codes=mfa.regenerate_backup_codes(store, user_id=principal.user_id, code=body.code)
+    )
+
+
+@router.get("/mfa/status", response_model=MfaStatus)
+def mfa_status(store: StoreDep, principal: CurrentUser) -> MfaStatus:
+    result = mfa.status(store, user_id=principal.user_id)
+    return MfaStatus(enabled=result["enabled"], backup_codes_remaining=result["backupCodesRemaining"])
+
+
+@router.get("/csrf", response_model=CsrfToken)
+def csrf(response: Response) -> CsrfToken:
+    """A double-submit CSRF token: also set as the `aisle_csrf` cookie; browser forms echo it in
+    `X-CSRF-Token`. Bearer-token API calls do not need it."""
+    token = secrets.token_urlsafe(32)
+    response.set_cookie(CSRF_COOKIE, token, httponly=False, samesite="strict", secure=False, max_age=3600)
+    return CsrfToken(csrf_token=token)
+
+
+@router.post("/verify-email", response_model=VerificationStatus)
+def verify_email(body: VerifyEmailBody, store: StoreDep, settings: SettingsDep) -> VerificationStatus:
+    """Confirm an e-mail address with the signed, expiring token from the verification e-mail.
+    Invalid or expired tokens answer 400."""
+    user = service.verify_email(store, settings, token=body.token)
+    return VerificationStatus(email=user["email"], email_verified=True)
+
+
+@router.post("/resend-verification", response_model=Ok, status_code=202)
+def resend_verification(
+    body: ResendVerificationBody,
+    store: StoreDep,
+    settings: SettingsDep,
+    outbox: OutboxDep,
+    hot: HotStateDep,
+    response: Response,
+) -> Ok:
+    """Send the verification e-mail again. Answers 202 whether or not the address has an account."""
+    throttle(hot, response, limit=Limit("resend-verification", 5, 3600), subject=body.email.lower())
+    with store.connect() as conn:
+        user = users.get_by_email(conn, email=body.email)
+    if user is not None and user["email_verified_at"] is None:
+        service.send_verification_email(settings, outbox, user=user)
+    return Ok()
+
+
+@router.get("/verification-status", response_model=VerificationStatus)
+def verification_status(store: StoreDep, principal: CurrentUser) -> VerificationStatus:
+    with store.connect() as conn:
+        user = users.get(conn, user_id=principal.user_id)
+    return VerificationStatus(email=user["email"], email_verified=user["email_verified_at"] is not None)

@@ -1,0 +1,248 @@
+"""Accounts and sessions: register, login (with MFA), refresh rotation, logout/revoke, e-mail verification."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import Engine
+
+from aisle.settings import Settings
+from api.auth import mfa, tokens
+from api.auth.passwords import hash_password, verify_password
+from api.errors import BadRequest, Conflict, TooManyRequests, Unauthorized
+from api.throttle import Limit
+from jobs.mail import Outbox
+from warehouse.catalog import activity, organizations, refresh_tokens, users
+from warehouse.catalog.store import utcnow
+from warehouse.hotstate import HotState
+
+
+@dataclass(frozen=True)
+class TokenPair:
+    access_token: str
+    refresh_token: str
+    expires_in: int
+
+
+def register(
+    store: Engine,
+    settings: Settings,
+    outbox: Outbox,
+    *,
+    email: str,
+    password: str,
+    name: str,
+    organization_name: str | None,
+) -> dict[str, Any]:
+    with store.begin() as conn:
+        if users.get_by_email(conn, email=email):
+            raise Conflict("An account with this e-mail already exists", code="EMAIL_TAKEN")
+        org = organizations.create(conn, name=organization_name or f"{name}'s organisation")
+        user = users.create(
+            conn,
+            organization_id=org["id"],
+            email=email,
+            name=name,
+            password_hash=hash_password(password),
+            role="owner",
+        )
+        activity.record(conn, organization_id=org["id"], user_id=user["id"], action="user.registered")
+    send_verification_email(settings, outbox, user=user)
+    return user
+
+
+def create_user(
+    store: Engine,
+    *,
+    email: str,
+    password: str,
+    name: str | None = None,
+    organization_id: str | None = None,
+    role: str = "owner",
+    is_platform_admin: bool = False,
+    email_verified: bool = True,
+) -> dict[str, Any]:
+    """Operator path (CLI, demo): no e-mail round trip; joins ``organization_id`` or gets its own."""
+    with store.begin() as conn:
+        if users.get_by_email(conn, email=email):
+            raise Conflict("An account with this e-mail already exists", code="EMAIL_TAKEN")
+        if organization_id is None:
+            organization_id = organizations.create(conn, name=f"{name or email}'s organisation")["id"]
+        elif organizations.get(conn, organization_id=organization_id) is None:
+            raise BadRequest("No such organisation", code="ORGANIZATION_NOT_FOUND")
+        user = users.create(
+            conn,
+            organization_id=organization_id,
+            email=email,
+            name=name or email.split("@")[0],
+            password_hash=hash_password(password),
+            role=role,
+            is_platform_admin=is_platform_admin,
+        )
+        if email_verified:
+            users.update_fields(conn, user_id=user["id"], email_verified_at=utcnow())
+    return user
+
+
+def _login_limits(settings: Settings) -> tuple[Limit, Limit]:
+    window = settings.login_window_seconds
+    return (
+        Limit("login-account", settings.login_max_failures_per_account, window),
+        Limit("login-address", settings.login_max_attempts_per_address, window),
+    )
+
+
+def _refuse_if_throttled(hot: HotState, settings: Settings, *, email: str, address: str) -> None:
+    account_limit, address_limit = _login_limits(settings)
+    failures = hot.peek(f"rl:{account_limit.name}:{email}")
+    if failures.count >= account_limit.limit:
+        raise TooManyRequests(
+            "Too many failed logins for this account; try again later",
+            code="LOGIN_THROTTLED",
+            headers={"Retry-After": str(failures.reset_in)},
+        )
+    attempts = hot.hit(f"rl:{address_limit.name}:{address}", window_seconds=address_limit.window_seconds)
+    if attempts.count > address_limit.limit:
+        raise TooManyRequests(
+            "Too many login attempts from this address; try again later",
+            code="LOGIN_THROTTLED",
+            headers={"Retry-After": str(attempts.reset_in)},
+        )
+
+
+def login(
+    store: Engine, settings: Settings, hot: HotState, *, email: str, password: str, address: str
+) -> TokenPair | str:
+    """Tokens, or an MFA challenge token when the account has MFA on."""
+    email = email.lower()
+    _refuse_if_throttled(hot, settings, email=email, address=address)
+    with store.connect() as conn:
+        user = users.get_by_email(conn, email=email)
+    if not verify_password(user["password_hash"] if user else None, password):
+        account_limit, _ = _login_limits(settings)
+        hot.hit(f"rl:{account_limit.name}:{email}", window_seconds=account_limit.window_seconds)
+        raise Unauthorized("E-mail or password is wrong", code="INVALID_CREDENTIALS")
+    hot.clear(f"rl:login-account:{email}")
+    if user["mfa_enabled"]:
+        return tokens.issue(
+            settings.signing_key,
+            kind="mfa_challenge",
+            subject=user["id"],
+            ttl_seconds=settings.mfa_challenge_ttl_seconds,
+        )
+    return issue_session(store, settings, user=user)
+
+
+def verify_mfa_login(store: Engine, settings: Settings, *, challenge_token: str, code: str) -> TokenPair:
+    claims = tokens.read(settings.signing_key, challenge_token, kind="mfa_challenge")
+    with store.begin() as conn:
+        user = users.get(conn, user_id=claims["sub"])
+        if not user or not user["mfa_enabled"]:
+            raise Unauthorized("MFA challenge is no longer valid", code="TOKEN_INVALID")
+        if not mfa.check_code_or_backup(conn, user=user, code=code):
+            raise Unauthorized("The MFA code is wrong", code="MFA_CODE_INVALID")
+    return issue_session(store, settings, user=user)
+
+
+def issue_session(
+    store: Engine, settings: Settings, *, user: dict[str, Any], family_id: str | None = None
+) -> TokenPair:
+    refresh = tokens.new_refresh_token()
+    with store.begin() as conn:
+        refresh_tokens.create(
+            conn,
+            user_id=user["id"],
+            family_id=family_id or str(uuid.uuid4()),
+            token_hash=tokens.digest(refresh),
+            expires_at=utcnow() + timedelta(seconds=settings.refresh_token_ttl_seconds),
+        )
+    access = tokens.issue(
+        settings.signing_key,
+        kind="access",
+        subject=user["id"],
+        ttl_seconds=settings.access_token_ttl_seconds,
+        org=user["organization_id"],
+    )
+    return TokenPair(access, refresh, settings.access_token_ttl_seconds)
+
+
+def _refresh_record(conn, refresh_token: str) -> dict[str, Any]:
+    record = refresh_tokens.get_by_hash(conn, token_hash=tokens.digest(refresh_token))
+    if record is None:
+        raise Unauthorized("Refresh token is invalid", code="REFRESH_TOKEN_INVALID")
+    return record
+
+
+def refresh(store: Engine, settings: Settings, *, refresh_token: str) -> TokenPair:
+    with store.begin() as conn:
+        record = _refresh_record(conn, refresh_token)
+        if record["revoked_at"] is not None:
+            raise Unauthorized("Refresh token was revoked", code="REFRESH_TOKEN_REVOKED")
+        if record["rotated_at"] is not None or not refresh_tokens.mark_rotated(conn, token_id=record["id"]):
+            # Someone replayed a token that was already exchanged: assume theft, end the whole session.
+            refresh_tokens.revoke_family(conn, family_id=record["family_id"])
+            reuse_detected = True
+        else:
+            reuse_detected = False
+        if not reuse_detected and record["expires_at"] <= utcnow():
+            raise Unauthorized("Refresh token has expired", code="REFRESH_TOKEN_EXPIRED")
+        user = users.get(conn, user_id=record["user_id"])
+    if reuse_detected:
+        raise Unauthorized(
+            "Refresh token was already used; the session has been revoked", code="REFRESH_TOKEN_REUSED"
+        )
+    if user is None:
+        raise Unauthorized("Refresh token is invalid", code="REFRESH_TOKEN_INVALID")
+    return issue_session(store, settings, user=user, family_id=record["family_id"])
+
+
+def logout(store: Engine, *, refresh_token: str) -> None:
+    """Ends the session the token belongs to (its whole rotation family)."""
+    with store.begin() as conn:
+        record = _refresh_record(conn, refresh_token)
+        refresh_tokens.revoke_family(conn, family_id=record["family_id"])
+
+
+def revoke(store: Engine, *, refresh_token: str, user_id: str | None, everywhere: bool) -> None:
+    with store.begin() as conn:
+        record = _refresh_record(conn, refresh_token)
+        if user_id is not None and record["user_id"] != user_id:
+            raise Unauthorized("Refresh token is invalid", code="REFRESH_TOKEN_INVALID")
+        if everywhere:
+            refresh_tokens.revoke_all_for_user(conn, user_id=record["user_id"])
+        else:
+            refresh_tokens.revoke_family(conn, family_id=record["family_id"])
+
+
+def send_verification_email(settings: Settings, outbox: Outbox, *, user: dict[str, Any]) -> None:
+    token = tokens.issue(
+        settings.signing_key,
+        kind="email_verify",
+        subject=user["id"],
+        ttl_seconds=settings.email_verification_ttl_seconds,
+        email=user["email"],
+    )
+    hours = settings.email_verification_ttl_seconds // 3600
+    outbox.send(
+        to=user["email"],
+        subject="Confirm your e-mail address for Aisle",
+        body=(
+            f"Hello {user['name']},\n\nconfirm your e-mail address by sending this token to "
+            f"POST {settings.public_url}/api/v1/auth/verify-email:\n\n"
+            f"verification-token: {token}\n\nThe token expires in {hours} hours.\n"
+        ),
+    )
+
+
+def verify_email(store: Engine, settings: Settings, *, token: str) -> dict[str, Any]:
+    claims = tokens.read(settings.signing_key, token, kind="email_verify", error=BadRequest)
+    with store.begin() as conn:
+        user = users.get(conn, user_id=claims["sub"])
+        if user is None or user["email"] != claims.get("email"):
+            raise BadRequest("Verification token is invalid", code="TOKEN_INVALID")
+        if user["email_verified_at"] is None:
+            users.update_fields(conn, user_id=user["id"], email_verified_at=utcnow())
+        return users.get(conn, user_id=user["id"])

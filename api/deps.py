@@ -1,0 +1,137 @@
+"""Typed dependencies: routes name what they need (``StoreDep``, ``CurrentUser``, ``OwnedSite``...)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, Path, Request
+from sqlalchemy import Engine
+
+from aisle.settings import Settings
+from api.auth import tokens
+from api.auth.permissions import SITES_READ, SITES_WRITE, permissions_for
+from api.errors import Forbidden, Unauthorized
+from jobs.mail import Outbox
+from warehouse.catalog import sites, users
+from warehouse.hotstate import HotState
+
+
+def _settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def _store(request: Request) -> Engine:
+    return request.app.state.store
+
+
+def _hot(request: Request) -> HotState:
+    return request.app.state.hot
+
+
+def _outbox(request: Request) -> Outbox:
+    return request.app.state.outbox
+
+
+SettingsDep = Annotated[Settings, Depends(_settings)]
+StoreDep = Annotated[Engine, Depends(_store)]
+HotStateDep = Annotated[HotState, Depends(_hot)]
+OutboxDep = Annotated[Outbox, Depends(_outbox)]
+
+
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+ClientAddress = Annotated[str, Depends(client_address)]
+
+
+@dataclass(frozen=True)
+class Principal:
+    user_id: str
+    organization_id: str
+    role: str
+    is_platform_admin: bool
+    permissions: frozenset[str]
+    email: str
+
+    def can(self, permission: str) -> bool:
+        return permission in self.permissions
+
+
+def _bearer(request: Request) -> str:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized(
+            "Send an access token as 'Authorization: Bearer <token>'",
+            code="AUTH_REQUIRED",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return token.strip()
+
+
+def _principal(request: Request, settings: SettingsDep, store: StoreDep) -> Principal:
+    claims = tokens.read(settings.signing_key, _bearer(request), kind="access")
+    with store.connect() as conn:
+        user = users.get(conn, user_id=claims["sub"])
+    if user is None:
+        raise Unauthorized("The account no longer exists", code="TOKEN_INVALID")
+    return Principal(
+        user_id=user["id"],
+        organization_id=user["organization_id"],
+        role=user["role"],
+        is_platform_admin=bool(user["is_platform_admin"]),
+        permissions=permissions_for(user["role"]),
+        email=user["email"],
+    )
+
+
+CurrentUser = Annotated[Principal, Depends(_principal)]
+
+
+def require(permission: str):
+    """Dependency that answers 403 unless the caller's role grants ``permission``."""
+
+    def _check(principal: CurrentUser) -> Principal:
+        if not principal.can(permission):
+            raise Forbidden(f"Your role lacks the permission '{permission}'", code="PERMISSION_DENIED")
+        return principal
+
+    return Depends(_check)
+
+
+def _platform_admin(principal: CurrentUser) -> Principal:
+    if not principal.is_platform_admin:
+        raise Forbidden("Only platform administrators may do this", code="PLATFORM_ADMIN_REQUIRED")
+    return principal
+
+
+PlatformAdmin = Annotated[Principal, Depends(_platform_admin)]
+
+
+def load_owned_site(store: Engine, principal: Principal, site_id: str) -> dict[str, Any]:
+    """The site, if the caller's organisation owns it. Unknown and foreign sites both answer 403,
+    so ids of other tenants cannot be probed."""
+    with store.connect() as conn:
+        site = sites.get(conn, site_id=site_id)
+    if site is None or site["organization_id"] != principal.organization_id:
+        raise Forbidden("You do not have access to this site", code="SITE_ACCESS_DENIED")
+    return site
+
+
+def _site_reader(permission: str, param: str):
+    def _load(store: StoreDep, principal: CurrentUser, site_id: str = Path(alias=param)) -> dict[str, Any]:
+        site = load_owned_site(store, principal, site_id)
+        if not principal.can(permission):
+            raise Forbidden(f"Your role lacks the permission '{permission}'", code="PERMISSION_DENIED")
+        return site
+
+    return Depends(_load)
+
+
+# Site-scoped routes use `:id` (sites area) or `:siteId` (everything else) in the spec.
+ReadableSite = Annotated[dict[str, Any], _site_reader(SITES_READ, "id")]
+WritableSite = Annotated[dict[str, Any], _site_reader(SITES_WRITE, "id")]
+ReadableSiteById = Annotated[dict[str, Any], _site_reader(SITES_READ, "siteId")]
+WritableSiteById = Annotated[dict[str, Any], _site_reader(SITES_WRITE, "siteId")]

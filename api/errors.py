@@ -1,0 +1,165 @@
+"""One error hierarchy, rendered by one handler as ``{"error": {"code", "message", "details"}}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError as PydanticValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+
+class AppError(Exception):
+    status_code = 400
+    code = "BAD_REQUEST"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        details: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+        self.details = details
+        self.headers = headers
+
+
+class BadRequest(AppError):
+    status_code = 400
+    code = "BAD_REQUEST"
+
+
+class ValidationFailed(AppError):
+    status_code = 400
+    code = "VALIDATION_FAILED"
+
+
+class Unauthorized(AppError):
+    status_code = 401
+    code = "UNAUTHORIZED"
+
+
+class Forbidden(AppError):
+    status_code = 403
+    code = "FORBIDDEN"
+
+
+class NotFound(AppError):
+    status_code = 404
+    code = "NOT_FOUND"
+
+
+class Conflict(AppError):
+    status_code = 409
+    code = "CONFLICT"
+
+
+class PayloadTooLarge(AppError):
+    status_code = 413
+    code = "PAYLOAD_TOO_LARGE"
+
+
+class TooManyRequests(AppError):
+    status_code = 429
+    code = "RATE_LIMITED"
+
+
+class ServiceUnavailable(AppError):
+    status_code = 503
+    code = "SERVICE_UNAVAILABLE"
+
+
+_STATUS_CODES = {
+    400: "BAD_REQUEST",
+    401: "UNAUTHORIZED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    409: "CONFLICT",
+    413: "PAYLOAD_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+    429: "RATE_LIMITED",
+}
+
+
+def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "details": details}}
+
+
+ERROR_RESPONSE_SCHEMA = {
+    "description": "Error envelope",
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "error": {
+                        "type": "object",
+                        "properties": {
+                            "code": {"type": "string"},
+                            "message": {"type": "string"},
+                            "details": {},
+                        },
+                        "required": ["code", "message", "details"],
+                    }
+                },
+                "required": ["error"],
+            }
+        }
+    },
+}
+
+
+def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
+    details = []
+    for err in exc.errors():
+        loc = [str(p) for p in err.get("loc", ())]
+        details.append({"field": ".".join(loc), "message": err.get("msg", ""), "type": err.get("type", "")})
+    return details
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(AppError)
+    async def _app_error(_: Request, exc: AppError) -> JSONResponse:
+        return JSONResponse(
+            error_body(exc.code, exc.message, exc.details), status_code=exc.status_code, headers=exc.headers
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        details = _validation_details(exc)
+        if any(d["type"] == "json_invalid" for d in details):
+            return JSONResponse(error_body("MALFORMED_JSON", "Request body is not valid JSON", details), 400)
+        return JSONResponse(error_body("VALIDATION_FAILED", "Request validation failed", details), 400)
+
+    @app.exception_handler(PydanticValidationError)
+    async def _model_validation(_: Request, exc: PydanticValidationError) -> JSONResponse:
+        details = [
+            {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"], "type": e["type"]}
+            for e in exc.errors()
+        ]
+        return JSONResponse(error_body("VALIDATION_FAILED", "Request validation failed", details), 400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _STATUS_CODES.get(exc.status_code, "ERROR")
+        message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ").capitalize()
+        if exc.status_code == 404 and message == "Not Found":
+            message = "No such route"
+        return JSONResponse(
+            error_body(code, message), status_code=exc.status_code, headers=getattr(exc, "headers", None)
+        )
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        import structlog
+
+        structlog.get_logger("aisle.errors").exception("unhandled_error", error=repr(exc))
+        return JSONResponse(error_body("INTERNAL_ERROR", "Internal server error"), 500)

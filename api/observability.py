@@ -1,0 +1,93 @@
+"""Structured request logs and Prometheus metrics."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+import uuid
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+def configure_logging(*, json: bool) -> None:
+    renderer = structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+        cache_logger_on_first_use=True,
+    )
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "aisle_http_requests_total",
+            "HTTP requests",
+            ["method", "route", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "aisle_http_request_duration_seconds",
+            "HTTP request latency",
+            ["method", "route"],
+            registry=self.registry,
+        )
+
+
+class RequestObserver:
+    """ASGI middleware: one log line and metric sample per request, labelled by route template."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.log = structlog.get_logger("aisle.http")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        request_id = (
+            next((v.decode() for k, v in scope.get("headers", []) if k == b"x-request-id"), None)
+            or uuid.uuid4().hex
+        )
+        status = 500
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message.setdefault("headers", []).append((b"x-request-id", request_id.encode()))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            elapsed = time.perf_counter() - started
+            route = scope.get("route")
+            template = getattr(route, "path", None) or "unmatched"
+            method = scope.get("method", "")
+            self.metrics.requests.labels(method, template, str(status)).inc()
+            self.metrics.latency.labels(method, template).observe(elapsed)
+            client = scope.get("client")
+            self.log.info(
+                "request",
+                request_id=request_id,
+                method=method,
+                path=scope.get("path"),
+                route=template,
+                status=status,
+                duration_ms=round(elapsed * 1000, 2),
+                client=client[0] if client else None,
+            )

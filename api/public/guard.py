@@ -1,0 +1,92 @@
+"""The public guard, in the spec's order: site key, verified, origin (or mobile key), subscription."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+from urllib.parse import urlparse
+
+from fastapi import Depends, Path, Request
+
+from api.deps import StoreDep
+from api.errors import Forbidden, NotFound, Unauthorized
+from api.sites import keys
+from warehouse.catalog import organizations, sites
+
+API_KEY_HEADER = "x-aisle-api-key"
+PLATFORM_HEADER = "x-aisle-client-platform"
+VERSION_HEADER = "x-aisle-client-version"
+
+READ_METHODS = {"GET", "HEAD", "OPTIONS"}
+
+
+@dataclass(frozen=True)
+class PublicCaller:
+    site: dict[str, Any]
+    channel: str  # "web" (origin matched) or "mobile" (API key)
+    api_key_id: str | None
+    client_platform: str | None
+    client_version: str | None
+
+
+def host_matches(host: str | None, domain: str) -> bool:
+    """The site domain itself or any of its subdomains (`www.`, `m.`...)."""
+    if not host:
+        return False
+    host = host.lower().rstrip(".")
+    return host == domain or host.endswith("." + domain)
+
+
+def required_scope(method: str) -> str:
+    return "mobile_read" if method.upper() in READ_METHODS else "mobile_write"
+
+
+def _check_mobile_key(request: Request, store, site: dict[str, Any]) -> str:
+    scope = required_scope(request.method)
+    presented = request.headers.get(API_KEY_HEADER)
+    if not presented:
+        raise Unauthorized(
+            f"Requests without Origin or Referer need a site API key in '{API_KEY_HEADER}'",
+            code="API_KEY_REQUIRED",
+        )
+    record = keys.authenticate(store, site_id=site["id"], presented=presented)
+    if record is None:
+        raise Unauthorized("API key is invalid or revoked", code="API_KEY_INVALID")
+    if scope not in record["scopes"]:
+        raise Forbidden(f"API key lacks the scope '{scope}'", code="API_KEY_SCOPE_MISSING")
+    return record["id"]
+
+
+def guard_public_site(
+    request: Request, store: StoreDep, site_key: str = Path(alias="siteKey")
+) -> PublicCaller:
+    with store.connect() as conn:
+        site = sites.get_by_key(conn, site_key=site_key)
+        org = organizations.get(conn, organization_id=site["organization_id"]) if site else None
+    if site is None:
+        raise NotFound("Unknown site key", code="SITE_NOT_FOUND")
+    if not site["is_verified"]:
+        raise Forbidden("Site not verified", code="SITE_NOT_VERIFIED")
+    origin = request.headers.get("origin")
+    referer = request.headers.get("referer")
+    api_key_id = None
+    if origin or referer:
+        host = urlparse(origin if origin else referer).hostname
+        if not host_matches(host, site["domain"]):
+            raise Forbidden("Origin validation failed", code="ORIGIN_VALIDATION_FAILED")
+        channel = "web"
+    else:
+        api_key_id = _check_mobile_key(request, store, site)
+        channel = "mobile"
+    if org is None or not organizations.subscription_is_valid(org):
+        raise Forbidden("Subscription is not active", code="SUBSCRIPTION_INVALID")
+    return PublicCaller(
+        site=site,
+        channel=channel,
+        api_key_id=api_key_id,
+        client_platform=request.headers.get(PLATFORM_HEADER),
+        client_version=request.headers.get(VERSION_HEADER),
+    )
+
+
+PublicSite = Annotated[PublicCaller, Depends(guard_public_site)]

@@ -1,0 +1,39 @@
+"""Fixed-window throttles over the hot state, with the spec's rate-limit headers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi import Response
+
+from api.errors import TooManyRequests
+from warehouse.hotstate import HotState, WindowCount
+
+
+@dataclass(frozen=True)
+class Limit:
+    name: str
+    limit: int
+    window_seconds: int
+
+
+def rate_limit_headers(limit: Limit, window: WindowCount) -> dict[str, str]:
+    return {
+        "X-RateLimit-Limit": str(limit.limit),
+        "X-RateLimit-Remaining": str(max(0, limit.limit - window.count)),
+        "X-RateLimit-Reset": str(window.reset_in or limit.window_seconds),
+    }
+
+
+def throttle(hot: HotState, response: Response | None, *, limit: Limit, subject: str) -> None:
+    """Count one request of ``subject`` against ``limit``; 429 with ``Retry-After`` once it is spent."""
+    window = hot.hit(f"rl:{limit.name}:{subject}", window_seconds=limit.window_seconds)
+    headers = rate_limit_headers(limit, window)
+    if window.count > limit.limit:
+        raise TooManyRequests(
+            f"Too many requests; retry in {window.reset_in} seconds",
+            details={"limit": limit.limit, "windowSeconds": limit.window_seconds},
+            headers={**headers, "Retry-After": str(window.reset_in)},
+        )
+    if response is not None:
+        response.headers.update(headers)

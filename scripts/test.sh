@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Install what the tests need (redis-server and PostgreSQL from Debian when missing, the Python
+# packages into .venv) and run the whole suite. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "Installing Debian packages: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+AISLE_EXTRAS=test scripts/bootstrap.sh
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,72 @@
+"""Sites: the tenant-owned storefronts."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from sqlalchemy import Connection, delete, select, update
+
+from warehouse.catalog.rows import get_by_id, new_id, to_dict
+from warehouse.catalog.store import utcnow
+from warehouse.catalog.tables import sites
+
+
+def new_site_key() -> str:
+    return "sk_" + secrets.token_hex(12)
+
+
+def create(
+    conn: Connection,
+    *,
+    organization_id: str,
+    name: str,
+    domain: str,
+    currency: str,
+    timezone: str,
+    tracking_config: dict[str, Any],
+    is_verified: bool = False,
+) -> dict[str, Any]:
+    now = utcnow()
+    row = {
+        "id": new_id(),
+        "organization_id": organization_id,
+        "name": name,
+        "domain": domain,
+        "site_key": new_site_key(),
+        "currency": currency,
+        "timezone": timezone,
+        "is_verified": is_verified,
+        "verified_at": now if is_verified else None,
+        "verification_token": secrets.token_hex(16),
+        "tracking_config": tracking_config,
+        "created_at": now,
+        "updated_at": now,
+    }
+    conn.execute(sites.insert().values(**row))
+    return row
+
+
+def get(conn: Connection, *, site_id: str) -> dict[str, Any] | None:
+    return get_by_id(conn, sites, site_id)
+
+
+def get_by_key(conn: Connection, *, site_key: str) -> dict[str, Any] | None:
+    return to_dict(conn.execute(select(sites).where(sites.c.site_key == site_key)).first())
+
+
+def list_for_organization(conn: Connection, *, organization_id: str) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        select(sites).where(sites.c.organization_id == organization_id).order_by(sites.c.created_at)
+    )
+    return [to_dict(r) for r in rows]
+
+
+def update_fields(conn: Connection, *, site_id: str, **values: Any) -> dict[str, Any] | None:
+    if values:
+        conn.execute(update(sites).where(sites.c.id == site_id).values(updated_at=utcnow(), **values))
+    return get(conn, site_id=site_id)
+
+
+def delete_one(conn: Connection, *, site_id: str) -> None:
+    conn.execute(delete(sites).where(sites.c.id == site_id))

@@ -1,0 +1,122 @@
+"""Config store tables (SQLAlchemy Core). Changes here need a migration in ``migrations/versions``."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+
+def _created_at() -> Column:
+    return Column("created_at", DateTime(timezone=True), nullable=False)
+
+
+organizations = Table(
+    "organizations",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("name", String(200), nullable=False),
+    Column("subscription_status", String(20), nullable=False),
+    Column("subscription_period_end", DateTime(timezone=True), nullable=True),
+    _created_at(),
+)
+
+users = Table(
+    "users",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("organization_id", String(36), ForeignKey("organizations.id", ondelete="CASCADE"), nullable=False),
+    Column("email", String(320), nullable=False, unique=True),
+    Column("name", String(200), nullable=False),
+    Column("password_hash", String(200), nullable=False),
+    Column("role", String(20), nullable=False),
+    Column("is_platform_admin", Boolean, nullable=False, default=False),
+    Column("email_verified_at", DateTime(timezone=True), nullable=True),
+    Column("mfa_secret", String(64), nullable=True),
+    Column("mfa_enabled", Boolean, nullable=False, default=False),
+    Column("mfa_last_timestep", Integer, nullable=True),
+    _created_at(),
+)
+
+refresh_tokens = Table(
+    "refresh_tokens",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("user_id", String(36), ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("family_id", String(36), nullable=False, index=True),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("rotated_at", DateTime(timezone=True), nullable=True),
+    Column("revoked_at", DateTime(timezone=True), nullable=True),
+    _created_at(),
+)
+
+mfa_backup_codes = Table(
+    "mfa_backup_codes",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("user_id", String(36), ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column("code_hash", String(200), nullable=False),
+    Column("used_at", DateTime(timezone=True), nullable=True),
+    _created_at(),
+)
+
+sites = Table(
+    "sites",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("organization_id", String(36), ForeignKey("organizations.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("domain", String(253), nullable=False),
+    Column("site_key", String(64), nullable=False, unique=True),
+    Column("currency", String(3), nullable=False),
+    Column("timezone", String(64), nullable=False),
+    Column("is_verified", Boolean, nullable=False, default=False),
+    Column("verified_at", DateTime(timezone=True), nullable=True),
+    Column("verification_token", String(64), nullable=False),
+    Column("tracking_config", JSON, nullable=False),
+    _created_at(),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Index("ix_sites_organization_id", "organization_id"),
+)
+
+site_api_keys = Table(
+    "site_api_keys",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("site_id", String(36), ForeignKey("sites.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column("name", String(200), nullable=False),
+    Column("scopes", JSON, nullable=False),
+    Column("prefix", String(32), nullable=False),
+    Column("key_hash", String(64), nullable=False),
+    Column("last_used_at", DateTime(timezone=True), nullable=True),
+    Column("revoked_at", DateTime(timezone=True), nullable=True),
+    _created_at(),
+    UniqueConstraint("prefix", name="uq_site_api_keys_prefix"),
+)
+
+activity_logs = Table(
+    "activity_logs",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("organization_id", String(36), nullable=False, index=True),
+    Column("site_id", String(36), nullable=True, index=True),
+    Column("user_id", String(36), nullable=True),
+    Column("action", String(100), nullable=False),
+    Column("details", JSON, nullable=True),
+    Column("message", Text, nullable=True),
+    _created_at(),
+)

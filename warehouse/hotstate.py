@@ -1,0 +1,128 @@
+"""Hot state: throttle counters and short-lived windows, in Redis when configured, in process otherwise.
+
+Both implementations answer the same calls with the same semantics (fixed windows that start at the
+first hit), so the throttles and duplicate windows behave identically on one machine and on many.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+import redis
+
+
+@dataclass(frozen=True)
+class WindowCount:
+    count: int
+    reset_in: int  # seconds until the window ends
+
+
+class HotState(Protocol):
+    def hit(self, key: str, *, window_seconds: int, amount: int = 1) -> WindowCount: ...
+
+    def peek(self, key: str) -> WindowCount: ...
+
+    def clear(self, key: str) -> None: ...
+
+    def claim(self, key: str, *, ttl_seconds: int) -> bool:
+        """Set ``key`` for ``ttl_seconds`` unless it is already set; True when this call set it."""
+        ...
+
+    def ping(self) -> None: ...
+
+
+class InProcessHotState:
+    def __init__(self, clock=time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._counters: dict[str, tuple[int, float]] = {}
+        self._claims: dict[str, float] = {}
+
+    def _live(self, key: str, now: float) -> tuple[int, float] | None:
+        entry = self._counters.get(key)
+        if entry and entry[1] <= now:
+            del self._counters[key]
+            return None
+        return entry
+
+    def hit(self, key: str, *, window_seconds: int, amount: int = 1) -> WindowCount:
+        with self._lock:
+            now = self._clock()
+            entry = self._live(key, now)
+            count, expires = entry if entry else (0, now + window_seconds)
+            count += amount
+            self._counters[key] = (count, expires)
+            return WindowCount(count, max(1, math.ceil(expires - now)))
+
+    def peek(self, key: str) -> WindowCount:
+        with self._lock:
+            now = self._clock()
+            entry = self._live(key, now)
+            if not entry:
+                return WindowCount(0, 0)
+            return WindowCount(entry[0], max(1, math.ceil(entry[1] - now)))
+
+    def clear(self, key: str) -> None:
+        with self._lock:
+            self._counters.pop(key, None)
+            self._claims.pop(key, None)
+
+    def claim(self, key: str, *, ttl_seconds: int) -> bool:
+        with self._lock:
+            now = self._clock()
+            expires = self._claims.get(key)
+            if expires is not None and expires > now:
+                return False
+            self._claims[key] = now + ttl_seconds
+            return True
+
+    def ping(self) -> None:
+        return None
+
+
+# INCRBY then set the expiry only when the window is new, atomically.
+_HIT_SCRIPT = """
+local count = redis.call('INCRBY', KEYS[1], ARGV[1])
+if count == tonumber(ARGV[1]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+local ttl = redis.call('PTTL', KEYS[1])
+return {count, ttl}
+"""
+
+
+class RedisHotState:
+    def __init__(self, url: str, *, prefix: str = "aisle:") -> None:
+        self._redis = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self._prefix = prefix
+        self._hit = self._redis.register_script(_HIT_SCRIPT)
+
+    def hit(self, key: str, *, window_seconds: int, amount: int = 1) -> WindowCount:
+        count, ttl_ms = self._hit(keys=[self._prefix + key], args=[amount, window_seconds * 1000])
+        return WindowCount(int(count), max(1, math.ceil(int(ttl_ms) / 1000)))
+
+    def peek(self, key: str) -> WindowCount:
+        pipe = self._redis.pipeline()
+        pipe.get(self._prefix + key)
+        pipe.pttl(self._prefix + key)
+        value, ttl_ms = pipe.execute()
+        if value is None:
+            return WindowCount(0, 0)
+        return WindowCount(int(value), max(1, math.ceil(int(ttl_ms) / 1000)))
+
+    def clear(self, key: str) -> None:
+        self._redis.delete(self._prefix + key)
+
+    def claim(self, key: str, *, ttl_seconds: int) -> bool:
+        return bool(self._redis.set(self._prefix + key, b"1", nx=True, ex=ttl_seconds))
+
+    def ping(self) -> None:
+        self._redis.ping()
+
+
+def open_hot_state(redis_url: str | None) -> HotState:
+    return RedisHotState(redis_url) if redis_url else InProcessHotState()
