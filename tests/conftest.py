@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from aisle.settings import Settings
+from api.app import create_app
+from tests.factories import Session, make_user
+from tests.servers import LiveServer, PostgresServer, RedisServer
+
+# Argon2 at its default cost is slow on purpose; tests keep the algorithm and lower nothing else.
+os.environ.setdefault("AISLE_LOG_JSON", "true")
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(data_dir=tmp_path / "data", jwt_secret="test-signing-key-" + "x" * 32)
+
+
+@pytest.fixture
+def app(settings: Settings):
+    return create_app(settings)
+
+
+@pytest.fixture
+def store(app):
+    return app.state.store
+
+
+@pytest.fixture
+def server(app) -> Iterator[LiveServer]:
+    with LiveServer(app) as live:
+        yield live
+
+
+@pytest.fixture
+def client(server: LiveServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=f"{server.url}/api/v1", timeout=30) as http:
+        yield http
+
+
+@pytest.fixture
+def owner(client: httpx.Client, store) -> Session:
+    return Session(client, make_user(store))
+
+
+@pytest.fixture
+def outsider(client: httpx.Client, store) -> Session:
+    """A user of a second organisation."""
+    return Session(client, make_user(store))
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    server = PostgresServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer, request) -> str:
+    name = "t_" + "".join(ch if ch.isalnum() else "_" for ch in request.node.name.lower())[:50]
+    name = f"{name}_{os.getpid()}_{id(request)}"[:63]
+    return postgres_server.create_database(name)

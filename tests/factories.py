@@ -1,0 +1,75 @@
+"""Small builders for tests: users, logins, sites."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import httpx
+
+from api.auth.service import create_user
+
+PASSWORD = "correct horse battery"
+_counter = itertools.count(1)
+
+
+def make_user(
+    store, *, role: str = "owner", organization_id: str | None = None, **kwargs: Any
+) -> dict[str, Any]:
+    email = kwargs.pop("email", None) or f"user{next(_counter)}@example.com"
+    return create_user(
+        store, email=email, password=kwargs.pop("password", PASSWORD), role=role,
+        organization_id=organization_id, **kwargs,
+    )  # fmt: skip
+
+
+def login(client: httpx.Client, email: str, password: str = PASSWORD) -> dict[str, Any]:
+    response = client.post("/auth/login", json={"email": email, "password": password})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+class Session:
+    """A logged-in user: the client sends its access token on every request."""
+
+    def __init__(self, client: httpx.Client, user: dict[str, Any]) -> None:
+        self.user = user
+        self.tokens = login(client, user["email"])
+        self.client = client
+        self.headers = bearer(self.tokens["accessToken"])
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        return self.client.request(
+            method, path, headers={**self.headers, **kwargs.pop("headers", {})}, **kwargs
+        )
+
+    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.request("POST", path, **kwargs)
+
+    def put(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.request("PUT", path, **kwargs)
+
+    def delete(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.request("DELETE", path, **kwargs)
+
+    def make_site(self, **fields: Any) -> dict[str, Any]:
+        body = {"name": "Shop", "domain": "shop.example.com", **fields}
+        response = self.post("/sites", json=body)
+        assert response.status_code == 201, response.text
+        return response.json()
+
+
+def make_verified_site(session: Session, store, **fields: Any) -> dict[str, Any]:
+    from warehouse.catalog import sites
+
+    site = session.make_site(**fields)
+    with store.begin() as conn:
+        sites.update_fields(conn, site_id=site["id"], is_verified=True)
+    return {**site, "isVerified": True}

@@ -1,0 +1,136 @@
+"""Real servers for tests: the Aisle app over loopback HTTP, redis-server and PostgreSQL."""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import uvicorn
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
+
+
+class LiveServer:
+    """Runs an ASGI app with uvicorn in a thread, on a free loopback port."""
+
+    def __init__(self, app) -> None:
+        self.port = free_port()
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+class RedisServer:
+    def __init__(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError("redis-server is not installed; scripts/test.sh installs it")
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="aisle-redis-")
+        self.process = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", self.dir],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        wait_for_port(self.port)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _pg_bindir() -> Path:
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not candidates:
+        found = shutil.which("initdb")
+        if not found:
+            raise RuntimeError("PostgreSQL is not installed; scripts/test.sh installs it")
+        return Path(found).parent
+    return Path(candidates[-1]).parent
+
+
+class PostgresServer:
+    """A throwaway cluster in a temp dir. PostgreSQL refuses to run as root, so as root it runs as
+    the `postgres` system user that Debian's package creates."""
+
+    def __init__(self) -> None:
+        bindir = _pg_bindir()
+        self.port = free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="aisle-pg-"))
+        self.data = self.dir / "data"
+        self.prefix: list[str] = []
+        if os.geteuid() == 0:
+            user = pwd.getpwnam("postgres")
+            os.chown(self.dir, user.pw_uid, user.pw_gid)
+            self.prefix = ["runuser", "-u", "postgres", "--"]
+        self._run([str(bindir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "aisle", "-E", "UTF8"])
+        self._run(
+            [str(bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-w", "-t", "60",
+             "-o", f"-p {self.port} -h 127.0.0.1 -k {self.dir} -F", "start"]
+        )  # fmt: skip
+        self.bindir = bindir
+
+    def _run(self, args: list[str]) -> None:
+        subprocess.run(self.prefix + args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://aisle@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, name: str) -> str:
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def stop(self) -> None:
+        subprocess.run(
+            self.prefix + [str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"],
+            check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        shutil.rmtree(self.dir, ignore_errors=True)
