@@ -22,7 +22,7 @@ def configure_logging(*, json: bool) -> None:
             structlog.processors.format_exc_info,
             renderer,
         ],
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),
         wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
         cache_logger_on_first_use=True,
     )
@@ -43,6 +43,25 @@ class Metrics:
             ["method", "route"],
             registry=self.registry,
         )
+
+
+def route_template(scope: Scope) -> str:
+    """The matched route as a template (`/api/v1/sites/{id}`), so metrics have bounded labels."""
+    if scope.get("route") is None:
+        return "unmatched"
+    by_value = {str(v): k for k, v in (scope.get("path_params") or {}).items()}
+    segments = scope.get("path", "").split("/")
+    return "/".join(f"{{{by_value[s]}}}" if s in by_value else s for s in segments)
+
+
+class _Stderr:
+    """Resolves sys.stderr at each write, so redirections made after start-up are honoured."""
+
+    def write(self, text: str) -> None:
+        sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
 
 
 class RequestObserver:
@@ -75,8 +94,7 @@ class RequestObserver:
             await self.app(scope, receive, send_wrapper)
         finally:
             elapsed = time.perf_counter() - started
-            route = scope.get("route")
-            template = getattr(route, "path", None) or "unmatched"
+            template = route_template(scope)
             method = scope.get("method", "")
             self.metrics.requests.labels(method, template, str(status)).inc()
             self.metrics.latency.labels(method, template).observe(elapsed)
