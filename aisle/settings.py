@@ -40,6 +40,12 @@ class Settings(BaseSettings):
     login_window_seconds: int = 900
 
     public_read_limit_per_minute: int = 300
+    visitor_batches_per_minute: int = Field(default=120, description="Event batches per visitor and minute.")
+    orders_per_visitor_per_minute: int = Field(default=10, description="Orders per visitor and minute.")
+    order_duplicate_window_seconds: int = Field(
+        default=24 * 3600, description="A repeated orderId answers 409."
+    )
+    flush_interval_seconds: float = Field(default=1.0, description="How often accepted rows reach the lake.")
 
     # Domain verification looks at the real domain; tests point these at loopback.
     verification_dns_server: str | None = None

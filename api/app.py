@@ -9,15 +9,20 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from aisle.settings import Settings
+from api import openapi_bodies
 from api.auth.routes import router as auth_router
 from api.errors import ERROR_RESPONSE_SCHEMA, install_error_handlers
+from api.ingest_routes import private as tracking_router
+from api.ingest_routes import public as public_ingest_router
 from api.observability import Metrics, RequestObserver, configure_logging
 from api.public.routes import router as public_router
 from api.routes.admin import router as admin_router
 from api.routes.health import router as health_router
 from api.sites.routes import router as sites_router
+from ingest.service import Ingest
 from jobs.mail import Outbox
 from warehouse.catalog.store import create_store_engine, migrate
+from warehouse.engine import Engine
 from warehouse.hotstate import open_hot_state
 
 API_PREFIX = "/api/v1"
@@ -30,10 +35,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     store = create_store_engine(settings.resolved_database_url)
     migrate(store)
 
+    ingest = Ingest(data_dir=settings.data_dir, flush_interval_seconds=settings.flush_interval_seconds)
+    engine = Engine(ingest.lake)
+    ingest.set_on_flush(engine.refresh)
+
     @asynccontextmanager
     async def lifespan(_: FastAPI):
-        yield
-        store.dispose()
+        ingest.start()
+        try:
+            yield
+        finally:
+            ingest.stop()
+            engine.close()
+            store.dispose()
 
     app = FastAPI(
         title="Aisle",
@@ -50,6 +64,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.store = store
     app.state.hot = open_hot_state(settings.redis_url)
+    app.state.ingest = ingest
+    app.state.engine = engine
     app.state.outbox = Outbox(
         outbox_dir=settings.outbox_dir, smtp_url=settings.smtp_url, sender=settings.mail_from
     )
@@ -57,8 +73,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = metrics
 
     install_error_handlers(app)
-    for router in (health_router, auth_router, sites_router, admin_router, public_router):
+    for router in (
+        health_router, auth_router, sites_router, admin_router, public_router, public_ingest_router, tracking_router,
+    ):  # fmt: skip
         app.include_router(router, prefix=API_PREFIX)
+    openapi_bodies.install(app)
 
     @app.get("/metrics", include_in_schema=False)
     def prometheus_metrics() -> Response:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -14,14 +16,37 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    TypeDecorator,
     UniqueConstraint,
 )
 
 metadata = MetaData()
 
 
+class UTCDateTime(TypeDecorator):
+    """``DateTime(timezone=True)`` that stores UTC and answers aware UTC datetimes on every backend.
+
+    SQLite keeps no offset: without this, 12:00+02:00 would be stored as 12:00 and read back as
+    12:00 UTC. Naive values are taken to be UTC already."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
+        if value is None or value.tzinfo is None:
+            return value
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
+        if value is None:
+            return value
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
 def _created_at() -> Column:
-    return Column("created_at", DateTime(timezone=True), nullable=False)
+    return Column("created_at", UTCDateTime(), nullable=False)
 
 
 organizations = Table(
@@ -30,7 +55,7 @@ organizations = Table(
     Column("id", String(36), primary_key=True),
     Column("name", String(200), nullable=False),
     Column("subscription_status", String(20), nullable=False),
-    Column("subscription_period_end", DateTime(timezone=True), nullable=True),
+    Column("subscription_period_end", UTCDateTime(), nullable=True),
     _created_at(),
 )
 
@@ -44,7 +69,7 @@ users = Table(
     Column("password_hash", String(200), nullable=False),
     Column("role", String(20), nullable=False),
     Column("is_platform_admin", Boolean, nullable=False, default=False),
-    Column("email_verified_at", DateTime(timezone=True), nullable=True),
+    Column("email_verified_at", UTCDateTime(), nullable=True),
     Column("mfa_secret", String(64), nullable=True),
     Column("mfa_enabled", Boolean, nullable=False, default=False),
     Column("mfa_last_timestep", Integer, nullable=True),
@@ -58,9 +83,9 @@ refresh_tokens = Table(
     Column("user_id", String(36), ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
     Column("family_id", String(36), nullable=False, index=True),
     Column("token_hash", String(64), nullable=False, unique=True),
-    Column("expires_at", DateTime(timezone=True), nullable=False),
-    Column("rotated_at", DateTime(timezone=True), nullable=True),
-    Column("revoked_at", DateTime(timezone=True), nullable=True),
+    Column("expires_at", UTCDateTime(), nullable=False),
+    Column("rotated_at", UTCDateTime(), nullable=True),
+    Column("revoked_at", UTCDateTime(), nullable=True),
     _created_at(),
 )
 
@@ -70,7 +95,7 @@ mfa_backup_codes = Table(
     Column("id", String(36), primary_key=True),
     Column("user_id", String(36), ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True),
     Column("code_hash", String(200), nullable=False),
-    Column("used_at", DateTime(timezone=True), nullable=True),
+    Column("used_at", UTCDateTime(), nullable=True),
     _created_at(),
 )
 
@@ -85,11 +110,11 @@ sites = Table(
     Column("currency", String(3), nullable=False),
     Column("timezone", String(64), nullable=False),
     Column("is_verified", Boolean, nullable=False, default=False),
-    Column("verified_at", DateTime(timezone=True), nullable=True),
+    Column("verified_at", UTCDateTime(), nullable=True),
     Column("verification_token", String(64), nullable=False),
     Column("tracking_config", JSON, nullable=False),
     _created_at(),
-    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
     Index("ix_sites_organization_id", "organization_id"),
 )
 
@@ -102,8 +127,8 @@ site_api_keys = Table(
     Column("scopes", JSON, nullable=False),
     Column("prefix", String(32), nullable=False),
     Column("key_hash", String(64), nullable=False),
-    Column("last_used_at", DateTime(timezone=True), nullable=True),
-    Column("revoked_at", DateTime(timezone=True), nullable=True),
+    Column("last_used_at", UTCDateTime(), nullable=True),
+    Column("revoked_at", UTCDateTime(), nullable=True),
     _created_at(),
     UniqueConstraint("prefix", name="uq_site_api_keys_prefix"),
 )
@@ -118,5 +143,14 @@ activity_logs = Table(
     Column("action", String(100), nullable=False),
     Column("details", JSON, nullable=True),
     Column("message", Text, nullable=True),
+    _created_at(),
+)
+
+identity_links = Table(
+    "identity_links",
+    metadata,
+    Column("site_id", String(36), ForeignKey("sites.id", ondelete="CASCADE"), primary_key=True),
+    Column("visitor_id", String(128), primary_key=True),
+    Column("user_id", String(128), primary_key=True),
     _created_at(),
 )

@@ -1,0 +1,260 @@
+"""Ingestion routes: the public runtime (events, orders, metrics, identify) and private tracking."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from pydantic import Field
+
+from api.auth.permissions import ANALYTICS_VIEW
+from api.deps import ClientAddress, CurrentUser, HotStateDep, SettingsDep, StoreDep, load_owned_site, require
+from api.errors import BadRequest, Conflict, ServiceUnavailable
+from api.ingest_body import read_json
+from api.openapi_bodies import documented_body
+from api.public.guard import PublicCaller, PublicSite
+from api.schemas import CamelModel, StrictCamelModel
+from api.throttle import Limit, throttle
+from ingest.normalise import Context, Rejected
+from ingest.schemas import (
+    MAX_BATCH_EVENTS,
+    MAX_BODY_BYTES,
+    MAX_EVENT_BYTES,
+    BatchResult,
+    EventBatch,
+    EventBatchIn,
+    EventIn,
+    MetricsBatchIn,
+    OrderIn,
+    OrderResult,
+    TrackBatchIn,
+    TrackEventBatch,
+    TrackOrderIn,
+)
+from ingest.service import Ingest
+from warehouse.catalog import identity_links
+
+public = APIRouter(prefix="/public/sites/{siteKey}", tags=["public ingestion"])
+private = APIRouter(prefix="/analytics", tags=["tracking"])
+
+LIMITS_NOTE = (
+    f" Limits: {MAX_BATCH_EVENTS} events per batch, {MAX_EVENT_BYTES // 1024} KiB per event, "
+    f"{MAX_BODY_BYTES // (1024 * 1024)} MiB per body, ids up to 128 characters, URLs up to 2048."
+)
+
+
+def _ingest(request: Request) -> Ingest:
+    return request.app.state.ingest
+
+
+def _context(caller: PublicCaller, *, sent_at: datetime | None) -> Context:
+    return Context(
+        site_id=caller.site["id"],
+        site_currency=caller.site["currency"],
+        received_at=datetime.now(UTC),
+        channel=caller.channel,
+        sent_at=sent_at,
+        client_platform=caller.client_platform,
+        client_version=caller.client_version,
+    )
+
+
+def _visitor_of(items: list[Any], fallback: str) -> str:
+    first = items[0] if items and isinstance(items[0], dict) else {}
+    visitor = first.get("visitorId")
+    return visitor if isinstance(visitor, str) and visitor else fallback
+
+
+async def _durably(awaitable) -> Any:
+    try:
+        return await awaitable
+    except OSError as exc:
+        # Nothing was acknowledged, so nothing is lost: the client retries.
+        raise ServiceUnavailable(
+            "Could not store the data durably; retry shortly", code="STORAGE_UNAVAILABLE"
+        ) from exc
+
+
+@public.post(
+    "/events/batch",
+    response_model=BatchResult,
+    openapi_extra=documented_body(
+        EventBatch,
+        "A batch of canonical events (each shaped like `EventIn`). Valid events are stored, invalid ones are "
+        "reported by index; a re-sent `eventId` is stored once." + LIMITS_NOTE,
+    ),
+)
+async def events_batch(
+    request: Request, caller: PublicSite, hot: HotStateDep, settings: SettingsDep, address: ClientAddress,
+    response: Response,
+) -> BatchResult:  # fmt: skip
+    """Visitor-throttled (`X-RateLimit-*`, 429 with `Retry-After`). 200 means every accepted event is durable."""
+    batch = EventBatchIn.model_validate(await read_json(request))
+    visitor = _visitor_of(batch.events, address)
+    throttle(hot, response, limit=Limit("events-visitor", settings.visitor_batches_per_minute, 60),
+             subject=f"{caller.site['id']}:{visitor}")  # fmt: skip
+    return await _durably(
+        _ingest(request).accept_events(batch.events, _context(caller, sent_at=batch.sent_at))
+    )
+
+
+async def _accept_order(request: Request, raw: Any, ctx: Context, hot, settings) -> OrderResult:
+    ingest = _ingest(request)
+    try:
+        row = ingest.order(raw, ctx)
+    except Rejected as exc:
+        raise BadRequest(exc.reason, code=exc.code) from exc
+    claim = f"order:{ctx.site_id}:{row['order_id']}"
+    if not hot.claim(claim, ttl_seconds=settings.order_duplicate_window_seconds):
+        raise Conflict(
+            f"Order '{row['order_id']}' was already received; it is stored once", code="DUPLICATE_ORDER"
+        )
+    try:
+        await _durably(ingest.store_order(row))
+    except ServiceUnavailable:
+        hot.clear(claim)
+        raise
+    return OrderResult(order_id=row["order_id"], currency=row["currency"])
+
+
+@public.post(
+    "/orders",
+    status_code=201,
+    response_model=OrderResult,
+    openapi_extra=documented_body(OrderIn, "One order. Money as decimal strings or numbers, kept exact."),
+)
+async def orders(
+    request: Request, caller: PublicSite, hot: HotStateDep, settings: SettingsDep, address: ClientAddress,
+    response: Response,
+) -> OrderResult:  # fmt: skip
+    """Stricter order throttle; a repeated `orderId` inside the duplicate window answers 409 and stores nothing.
+    Currency: the order's (ISO-4217), else the site's, else EUR."""
+    raw = await read_json(request)
+    visitor = (
+        raw.get("visitorId") if isinstance(raw, dict) and isinstance(raw.get("visitorId"), str) else address
+    )
+    throttle(hot, response, limit=Limit("orders-visitor", settings.orders_per_visitor_per_minute, 60),
+             subject=f"{caller.site['id']}:{visitor}")  # fmt: skip
+    return await _accept_order(request, raw, _context(caller, sent_at=None), hot, settings)
+
+
+@public.post(
+    "/metrics",
+    response_model=BatchResult,
+    openapi_extra=documented_body(
+        MetricsBatchIn, "Client-side metrics (web vitals, tracker health), by index."
+    ),
+)
+async def metrics(
+    request: Request, caller: PublicSite, hot: HotStateDep, settings: SettingsDep, address: ClientAddress,
+    response: Response,
+) -> BatchResult:  # fmt: skip
+    batch = MetricsBatchIn.model_validate(await read_json(request))
+    throttle(hot, response, limit=Limit("metrics-visitor", settings.visitor_batches_per_minute, 60),
+             subject=f"{caller.site['id']}:{_visitor_of(batch.metrics, address)}")  # fmt: skip
+    return await _durably(
+        _ingest(request).accept_metrics(batch.metrics, _context(caller, sent_at=batch.sent_at))
+    )
+
+
+class IdentifyIn(StrictCamelModel):
+    visitor_id: str = Field(min_length=1, max_length=128)
+    user_id: str = Field(min_length=1, max_length=128)
+    session_id: str = Field(default="identify", min_length=1, max_length=128)
+    traits: dict[str, Any] = Field(default_factory=dict)
+
+
+class IdentifyOut(CamelModel):
+    success: bool
+    merged: bool
+
+
+@public.post("/identify", response_model=IdentifyOut)
+async def identify(
+    request: Request, body: IdentifyIn, caller: PublicSite, hot: HotStateDep, settings: SettingsDep,
+    store: StoreDep, response: Response,
+) -> IdentifyOut:  # fmt: skip
+    """Link the visitor to a user id. `merged` is true when this link is new, so the visitor's anonymous
+    history now counts for that user. Also stored as an `identify` event."""
+    throttle(hot, response, limit=Limit("events-visitor", settings.visitor_batches_per_minute, 60),
+             subject=f"{caller.site['id']}:{body.visitor_id}")  # fmt: skip
+    event = {"name": "identify", "visitorId": body.visitor_id, "userId": body.user_id, "sessionId": body.session_id,
+             "metadata": {"traits": body.traits}}  # fmt: skip
+    result = await _durably(_ingest(request).accept_events([event], _context(caller, sent_at=None)))
+    if result.rejected:
+        raise BadRequest(result.rejected[0].reason, code=result.rejected[0].code)
+    with store.begin() as conn:
+        merged = identity_links.link(
+            conn, site_id=caller.site["id"], visitor_id=body.visitor_id, user_id=body.user_id
+        )
+    return IdentifyOut(success=True, merged=merged)
+
+
+# --- private tracking (Bearer; the site named in the body) -------------------------------------------
+
+
+def _private_context(site: dict[str, Any], *, sent_at: datetime | None) -> Context:
+    return Context(
+        site_id=site["id"],
+        site_currency=site["currency"],
+        received_at=datetime.now(UTC),
+        channel="server",
+        historical=True,
+        sent_at=sent_at,
+    )
+
+
+class TrackOneDoc(EventIn):
+    site_id: str
+
+
+@private.post(
+    "/track",
+    response_model=BatchResult,
+    dependencies=[require(ANALYTICS_VIEW)],
+    openapi_extra=documented_body(
+        TrackOneDoc, "One event plus `siteId`. Historical timestamps are accepted."
+    ),
+)
+async def track(request: Request, store: StoreDep, principal: CurrentUser) -> BatchResult:
+    raw = await read_json(request)
+    if not isinstance(raw, dict) or not isinstance(raw.get("siteId"), str):
+        raise BadRequest("Body needs `siteId` and the event's fields", code="VALIDATION_FAILED")
+    site = load_owned_site(store, principal, raw["siteId"])
+    event = {k: v for k, v in raw.items() if k != "siteId"}
+    return await _durably(_ingest(request).accept_events([event], _private_context(site, sent_at=None)))
+
+
+@private.post(
+    "/track/batch",
+    response_model=BatchResult,
+    dependencies=[require(ANALYTICS_VIEW)],
+    openapi_extra=documented_body(
+        TrackEventBatch, "Like the public events batch, plus `siteId`; for imports and backfills."
+    ),
+)
+async def track_batch(request: Request, store: StoreDep, principal: CurrentUser) -> BatchResult:
+    batch = TrackBatchIn.model_validate(await read_json(request))
+    site = load_owned_site(store, principal, batch.site_id)
+    return await _durably(
+        _ingest(request).accept_events(batch.events, _private_context(site, sent_at=batch.sent_at))
+    )
+
+
+@private.post(
+    "/track/order",
+    status_code=201,
+    response_model=OrderResult,
+    dependencies=[require(ANALYTICS_VIEW)],
+    openapi_extra=documented_body(TrackOrderIn, "One order plus `siteId`; historical timestamps accepted."),
+)
+async def track_order(
+    request: Request, store: StoreDep, principal: CurrentUser, hot: HotStateDep, settings: SettingsDep
+) -> OrderResult:
+    raw = await read_json(request)
+    if not isinstance(raw, dict) or not isinstance(raw.get("siteId"), str):
+        raise BadRequest("Body needs `siteId` and the order's fields", code="VALIDATION_FAILED")
+    site = load_owned_site(store, principal, raw["siteId"])
+    order = {k: v for k, v in raw.items() if k != "siteId"}
+    return await _accept_order(request, order, _private_context(site, sent_at=None), hot, settings)

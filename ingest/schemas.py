@@ -1,0 +1,165 @@
+"""Wire shapes of behavioural data: event batches and orders, with their documented limits."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+# Documented limits (also in the OpenAPI descriptions).
+MAX_BATCH_EVENTS = 500
+MAX_EVENT_BYTES = 32 * 1024
+MAX_BODY_BYTES = 2 * 1024 * 1024
+MAX_ID_LENGTH = 128
+MAX_NAME_LENGTH = 64
+MAX_URL_LENGTH = 2048
+MAX_ORDER_ITEMS = 500
+
+Id = Field(default=None, max_length=MAX_ID_LENGTH)
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, str_strip_whitespace=True)
+
+
+class Consent(_Wire):
+    necessary: bool | None = None
+    analytics: bool | None = None
+    marketing: bool | None = None
+    preferences: bool | None = None
+
+
+class EventIn(_Wire):
+    """One behavioural event. Unknown top-level fields are ignored; put free data in `metadata`."""
+
+    name: str = Field(max_length=MAX_NAME_LENGTH, description="A canonical event name.")
+    timestamp: datetime | None = Field(default=None, description="ISO 8601; server time when absent.")
+    event_id: str | None = Field(
+        default=None,
+        max_length=MAX_ID_LENGTH,
+        description="Client-made id; re-sends within 24 h are stored once.",
+    )
+    visitor_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    session_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    journey_id: str | None = Id
+    user_id: str | None = Id
+    entity_type: str | None = Field(default=None, max_length=MAX_NAME_LENGTH)
+    entity_id: str | None = Id
+    url: str | None = Field(default=None, max_length=MAX_URL_LENGTH)
+    referrer: str | None = Field(default=None, max_length=MAX_URL_LENGTH)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    consent: Consent | None = None
+    currency: str | None = Field(default=None, max_length=8, description="ISO-4217 of `value`, if any.")
+    value: Decimal | None = Field(
+        default=None, description="Money value of the event (decimal string or number)."
+    )
+
+
+class EventBatchIn(_Wire):
+    events: list[dict[str, Any]] = Field(
+        max_length=MAX_BATCH_EVENTS,
+        description=f"Up to {MAX_BATCH_EVENTS} events, each up to {MAX_EVENT_BYTES // 1024} KiB as JSON. "
+        "Valid events are kept; invalid ones are reported by index.",
+    )
+    sent_at: datetime | None = Field(
+        default=None, description="Client clock when the batch was sent; corrects client clock skew."
+    )
+
+
+class TrackBatchIn(EventBatchIn):
+    site_id: str = Field(description="The site (uuid) the events belong to.")
+
+
+class EventBatch(_Wire):
+    """The documented shape of an events batch (items are validated one by one)."""
+
+    events: list[EventIn] = Field(max_length=MAX_BATCH_EVENTS)
+    sent_at: datetime | None = Field(default=None, description="Client clock when the batch was sent.")
+
+
+class TrackEventBatch(EventBatch):
+    site_id: str
+
+
+class TrackOneIn(_Wire):
+    site_id: str
+    event: dict[str, Any] | None = Field(
+        default=None, description="The event; or give its fields at top level."
+    )
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+
+class OrderItemIn(_Wire):
+    product_item_code: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    product_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    quantity: int = Field(ge=-1_000_000, le=1_000_000)
+    price: Decimal = Field(description="Unit price, in the order currency.")
+    name: str | None = Field(default=None, max_length=500)
+    category_path: str | None = Field(default=None, max_length=500)
+
+    @field_validator("product_id")
+    @classmethod
+    def _needs_a_product(cls, value: str | None, info) -> str | None:
+        if value is None and not info.data.get("product_item_code"):
+            raise ValueError("each item needs productItemCode or productId")
+        return value
+
+
+class OrderIn(_Wire):
+    order_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    timestamp: datetime | None = None
+    visitor_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    session_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    journey_id: str | None = Id
+    user_id: str | None = Id
+    currency: str | None = Field(default=None, max_length=8)
+    total: Decimal
+    subtotal: Decimal | None = None
+    tax: Decimal | None = None
+    shipping: Decimal | None = None
+    discount: Decimal | None = None
+    is_refund: bool = Field(default=False, description="A refund or cancellation; totals are then negative.")
+    refund_of: str | None = Field(default=None, max_length=MAX_ID_LENGTH, description="The refunded orderId.")
+    items: list[OrderItemIn] = Field(min_length=1, max_length=MAX_ORDER_ITEMS)
+    consent: Consent | None = None
+
+
+class TrackOrderIn(OrderIn):
+    site_id: str
+
+
+class MetricIn(_Wire):
+    name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH, description="e.g. LCP, CLS, queue_size.")
+    value: float
+    unit: str | None = Field(default=None, max_length=16)
+    timestamp: datetime | None = None
+    visitor_id: str | None = Id
+    session_id: str | None = Id
+    url: str | None = Field(default=None, max_length=MAX_URL_LENGTH)
+    tags: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+
+class MetricsBatchIn(_Wire):
+    metrics: list[dict[str, Any]] = Field(max_length=MAX_BATCH_EVENTS)
+    sent_at: datetime | None = None
+
+
+class Rejection(BaseModel):
+    index: int
+    code: str
+    reason: str
+
+
+class BatchResult(_Wire):
+    accepted: int
+    rejected: list[Rejection]
+    duplicates: int = Field(description="Events whose eventId was already stored (kept once).")
+
+
+class OrderResult(_Wire):
+    accepted: bool = True
+    order_id: str
+    currency: str

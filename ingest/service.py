@@ -1,0 +1,116 @@
+"""The write path, end to end: validate and normalise, append durably, flush to the lake."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ingest.dedupe import RecentKeys, key_hash
+from ingest.flusher import Flusher
+from ingest.log import DurableLog
+from ingest.normalise import Context, Rejected, event_row, metric_row, order_row
+from ingest.schemas import BatchResult, Rejection
+from warehouse.lake import EVENTS, METRICS, ORDERS, TABLES, Lake, LakeTable
+
+RowMaker = Callable[[Any, Context], dict[str, Any]]
+
+
+def encode(rows: Iterable[dict[str, Any]]) -> bytes:
+    return b"".join(orjson.dumps(row) + b"\n" for row in rows)
+
+
+class Ingest:
+    def __init__(self, *, data_dir: Path, flush_interval_seconds: float = 1.0) -> None:
+        self.lake = Lake(data_dir / "lake")
+        self.logs = {name: DurableLog(data_dir / "log" / name) for name in TABLES}
+        self.flushers = {
+            name: Flusher(
+                table=table,
+                durable_log=self.logs[name],
+                lake=self.lake,
+                stored=RecentKeys(),
+                interval_seconds=flush_interval_seconds,
+            )
+            for name, table in TABLES.items()
+        }
+        self._on_flush: Callable[[], None] = lambda: None
+        self._started = False
+
+    def set_on_flush(self, callback: Callable[[], None]) -> None:
+        """Called after rows reached the lake (the engine refreshes its views)."""
+        self._on_flush = callback
+        for flusher in self.flushers.values():
+            flusher.on_flush = callback
+
+    def start(self) -> None:
+        """Replay whatever the logs hold beyond their checkpoints, then flush in the background."""
+        for flusher in self.flushers.values():
+            flusher.remember_stored()
+            flusher.flush()
+            flusher.start()
+        self._on_flush()
+        self._started = True
+
+    def stop(self) -> None:
+        for flusher in self.flushers.values():
+            if self._started:
+                flusher.stop()
+        for durable_log in self.logs.values():
+            durable_log.close()
+        self._started = False
+
+    def flush(self) -> int:
+        """Write everything accepted so far to the lake now (tests and admin use this)."""
+        written = sum(f.flush() for f in self.flushers.values())
+        self._on_flush()
+        return written
+
+    # --- accepting ---------------------------------------------------------------------------------
+
+    def _prepare(
+        self, table: LakeTable, raws: list[Any], ctx: Context, make_row: RowMaker
+    ) -> tuple[list[dict[str, Any]], list[Rejection], int]:
+        rows, rejected = [], []
+        for index, raw in enumerate(raws):
+            try:
+                rows.append(make_row(raw, ctx))
+            except Rejected as exc:
+                rejected.append(Rejection(index=index, code=exc.code, reason=exc.reason))
+        if not rows:
+            return rows, rejected, 0
+        hashes = [key_hash(ctx.site_id, row[table.key]) for row in rows]
+        fresh = self.flushers[table.name].stored.filter_new(hashes)
+        kept = [row for row, new in zip(rows, fresh, strict=True) if new]
+        return kept, rejected, len(rows) - len(kept)
+
+    async def accept_events(self, raws: list[Any], ctx: Context) -> BatchResult:
+        rows, rejected, duplicates = self._prepare(EVENTS, raws, ctx, event_row)
+        if rows:
+            await self.logs[EVENTS.name].append(encode(rows))
+        return BatchResult(accepted=len(rows) + duplicates, rejected=rejected, duplicates=duplicates)
+
+    def accept_events_sync(self, raws: list[Any], ctx: Context) -> BatchResult:
+        rows, rejected, duplicates = self._prepare(EVENTS, raws, ctx, event_row)
+        if rows:
+            self.logs[EVENTS.name].append_sync(encode(rows))
+        return BatchResult(accepted=len(rows) + duplicates, rejected=rejected, duplicates=duplicates)
+
+    async def accept_metrics(self, raws: list[Any], ctx: Context) -> BatchResult:
+        rows, rejected, _ = self._prepare(METRICS, raws, ctx, metric_row)
+        if rows:
+            await self.logs[METRICS.name].append(encode(rows))
+        return BatchResult(accepted=len(rows), rejected=rejected, duplicates=0)
+
+    def order(self, raw: Any, ctx: Context) -> dict[str, Any]:
+        """Validate and normalise an order (raises Rejected)."""
+        return order_row(raw, ctx)
+
+    async def store_order(self, row: dict[str, Any]) -> None:
+        await self.logs[ORDERS.name].append(encode([row]))
+
+    def store_orders_sync(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            self.logs[ORDERS.name].append_sync(encode(rows))

@@ -1,0 +1,190 @@
+"""The lake: typed Arrow schemas and Hive-partitioned Parquet files written atomically.
+
+Layout: ``<data>/lake/<table>/site_id=<uuid>/date=YYYY-MM-DD/<name>.parquet``. A file appears under
+its final name only once complete (written under a dot-name, fsync'ed, renamed), so readers never
+see half a file.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+UTC_MICROS = pa.timestamp("us", tz="UTC")
+MONEY = pa.decimal128(24, 6)
+PARTITION_COLUMNS = ("site_id", "date")
+
+_CONSENT = [(f"consent_{c}", pa.bool_()) for c in ("necessary", "analytics", "marketing", "preferences")]
+_CLIENT = [("channel", pa.string()), ("client_platform", pa.string()), ("client_version", pa.string())]
+
+EVENTS_SCHEMA = pa.schema(
+    [
+        ("event_id", pa.string()),
+        ("name", pa.string()),
+        ("ts", UTC_MICROS),
+        ("received_at", UTC_MICROS),
+        ("visitor_id", pa.string()),
+        ("session_id", pa.string()),
+        ("journey_id", pa.string()),
+        ("user_id", pa.string()),
+        ("entity_type", pa.string()),
+        ("entity_id", pa.string()),
+        ("url", pa.string()),
+        ("referrer", pa.string()),
+        ("metadata", pa.string()),  # JSON text
+        ("product_item_code", pa.string()),
+        ("category_path", pa.string()),
+        ("currency", pa.string()),
+        ("value", MONEY),
+        *_CONSENT,
+        *_CLIENT,
+    ]
+)
+
+ORDER_ITEM = pa.struct(
+    [
+        ("product_item_code", pa.string()),
+        ("product_id", pa.string()),
+        ("quantity", pa.int64()),
+        ("price", MONEY),
+        ("name", pa.string()),
+        ("category_path", pa.string()),
+    ]
+)
+
+ORDERS_SCHEMA = pa.schema(
+    [
+        ("order_id", pa.string()),
+        ("ts", UTC_MICROS),
+        ("received_at", UTC_MICROS),
+        ("visitor_id", pa.string()),
+        ("session_id", pa.string()),
+        ("journey_id", pa.string()),
+        ("user_id", pa.string()),
+        ("currency", pa.string()),
+        ("total", MONEY),
+        ("subtotal", MONEY),
+        ("tax", MONEY),
+        ("shipping", MONEY),
+        ("discount", MONEY),
+        ("is_refund", pa.bool_()),
+        ("refund_of", pa.string()),
+        ("items", pa.list_(ORDER_ITEM)),
+        ("item_count", pa.int64()),
+        *_CONSENT,
+        *_CLIENT,
+    ]
+)
+
+METRICS_SCHEMA = pa.schema(
+    [
+        ("metric_id", pa.string()),
+        ("name", pa.string()),
+        ("value", pa.float64()),
+        ("unit", pa.string()),
+        ("ts", UTC_MICROS),
+        ("received_at", UTC_MICROS),
+        ("visitor_id", pa.string()),
+        ("session_id", pa.string()),
+        ("url", pa.string()),
+        ("tags", pa.string()),  # JSON text
+        *_CLIENT,
+    ]
+)
+
+
+@dataclass(frozen=True)
+class LakeTable:
+    name: str
+    schema: pa.Schema
+    key: str  # the column that identifies a row for exactly-once storage
+
+    def wire_schema(self) -> pa.Schema:
+        """The schema of the durable log's JSON lines: times as epoch micros, money as strings,
+        plus the partition columns."""
+
+        def wire(t: pa.DataType) -> pa.DataType:
+            if t == UTC_MICROS:
+                return pa.int64()
+            if pa.types.is_decimal(t):
+                return pa.string()
+            if pa.types.is_list(t):
+                return pa.list_(wire(t.value_type))
+            if pa.types.is_struct(t):
+                return pa.struct([(f.name, wire(f.type)) for f in t])
+            return t
+
+        fields = [(f.name, wire(f.type)) for f in self.schema]
+        return pa.schema(fields + [(c, pa.string()) for c in PARTITION_COLUMNS])
+
+    def from_wire(self, table: pa.Table) -> pa.Table:
+        columns = [table.column(f.name).cast(f.type) for f in self.schema]
+        return pa.Table.from_arrays(columns, schema=self.schema)
+
+
+EVENTS = LakeTable("events", EVENTS_SCHEMA, key="event_id")
+ORDERS = LakeTable("orders", ORDERS_SCHEMA, key="order_id")
+METRICS = LakeTable("client_metrics", METRICS_SCHEMA, key="metric_id")
+TABLES = {t.name: t for t in (EVENTS, ORDERS, METRICS)}
+
+
+class Lake:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def table_dir(self, table: LakeTable) -> Path:
+        return self.root / table.name
+
+    def partition_dir(self, table: LakeTable, *, site_id: str, date: str) -> Path:
+        return self.table_dir(table) / f"site_id={site_id}" / f"date={date}"
+
+    def glob(self, table: LakeTable) -> str:
+        return str(self.table_dir(table) / "*" / "*" / "*.parquet")
+
+    def files(self, table: LakeTable, *, site_id: str | None = None) -> list[Path]:
+        base = self.table_dir(table)
+        pattern = f"site_id={site_id}/*/*.parquet" if site_id else "*/*/*.parquet"
+        return sorted(base.glob(pattern))
+
+    def partitions(self, table: LakeTable) -> list[Path]:
+        return sorted(p for p in self.table_dir(table).glob("*/*") if p.is_dir())
+
+    def write_file(
+        self, table: LakeTable, data: pa.Table, *, site_id: str, date: str, name: str | None = None
+    ) -> Path:
+        """Write one complete Parquet file into a partition, atomically."""
+        directory = self.partition_dir(table, site_id=site_id, date=date)
+        directory.mkdir(parents=True, exist_ok=True)
+        final = directory / f"{name or uuid.uuid4().hex}.parquet"
+        temp = directory / f".{final.name}.tmp"
+        pq.write_table(data, temp, compression="zstd", row_group_size=1_000_000)
+        fsync_path(temp)
+        os.replace(temp, final)
+        fsync_path(directory)
+        return final
+
+    def write_partitioned(self, table: LakeTable, wire: pa.Table, *, name: str) -> list[Path]:
+        """Split rows read from the durable log by (site, date) and write one file per partition."""
+        written = []
+        keys = pc.unique(pc.binary_join_element_wise(wire["site_id"], wire["date"], "/")).to_pylist()
+        for key in keys:
+            site_id, date = key.split("/")
+            mask = pc.and_(pc.equal(wire["site_id"], site_id), pc.equal(wire["date"], date))
+            part = table.from_wire(wire.filter(mask))
+            written.append(self.write_file(table, part, site_id=site_id, date=date, name=name))
+        return written
+
+
+def fsync_path(path: Path) -> None:
+    """fsync a file, or a directory so that a rename inside it is durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
