@@ -89,10 +89,17 @@ def create_user(
     data_dir: DataDir = None,
 ) -> None:
     """Create a user (with its own organisation unless --organization-id); prints its ids as JSON."""
+    from pydantic import EmailStr, TypeAdapter, ValidationError
+
     from api.auth.permissions import ROLES
     from api.auth.service import create_user as create
     from api.errors import AppError
 
+    try:
+        # The same rule as the login route: an address it refuses could never sign in.
+        email = TypeAdapter(EmailStr).validate_python(email)
+    except ValidationError as exc:
+        raise typer.BadParameter(f"email: {exc.errors()[0]['msg']}") from exc
     if role not in ROLES:
         raise typer.BadParameter(f"role must be one of {', '.join(ROLES)}")
     if len(password) < 8:

@@ -11,7 +11,9 @@ from api.auth.service import create_user
 from api.sites.tracking_config import default_tracking_config
 from warehouse.catalog import sites, users
 
-DEMO_EMAIL = "demo@aisle.local"
+# `.example` is reserved for examples and still passes the login route's e-mail validation,
+# which refuses special-use domains such as `.local`.
+DEMO_EMAIL = "demo@aisle.example"
 DEMO_PASSWORD = "aisle-demo-password"
 DEMO_SITE_NAME = "Demo Gift Shop"
 # Pages served from the local machine may call the public routes of the demo site.

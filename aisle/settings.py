@@ -33,7 +33,7 @@ class Settings(BaseSettings):
     smtp_url: str | None = Field(
         default=None, description="smtp://user:pass@host:port; .eml files when unset."
     )
-    mail_from: str = "Aisle <no-reply@aisle.local>"
+    mail_from: str = "Aisle <no-reply@aisle.example>"
 
     login_max_failures_per_account: int = 5
     login_max_attempts_per_address: int = 30
@@ -46,6 +46,9 @@ class Settings(BaseSettings):
         default=24 * 3600, description="A repeated orderId answers 409."
     )
     flush_interval_seconds: float = Field(default=1.0, description="How often accepted rows reach the lake.")
+    compaction_interval_seconds: float = Field(
+        default=600.0, description="How often small lake files are merged."
+    )
 
     # Domain verification looks at the real domain; tests point these at loopback.
     verification_dns_server: str | None = None

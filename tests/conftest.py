@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -70,6 +71,5 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 @pytest.fixture
 def postgres_url(postgres_server: PostgresServer, request) -> str:
-    name = "t_" + "".join(ch if ch.isalnum() else "_" for ch in request.node.name.lower())[:50]
-    name = f"{name}_{os.getpid()}_{id(request)}"[:63]
-    return postgres_server.create_database(name)
+    readable = "".join(ch if ch.isalnum() else "_" for ch in request.node.name.lower())[:40]
+    return postgres_server.create_database(f"t_{readable}_{uuid.uuid4().hex[:16]}")

@@ -33,8 +33,9 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
 
 
 def create_store_engine(url: str) -> Engine:
-    if url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    for scheme in ("postgresql://", "postgres://"):
+        if url.startswith(scheme):
+            url = "postgresql+psycopg://" + url.removeprefix(scheme)
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
