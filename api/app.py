@@ -21,6 +21,7 @@ from api.routes.health import router as health_router
 from api.sites.routes import router as sites_router
 from ingest.service import Ingest
 from jobs.mail import Outbox
+from jobs.scheduler import start_scheduler
 from warehouse.catalog.store import create_store_engine, migrate
 from warehouse.engine import Engine
 from warehouse.hotstate import open_hot_state
@@ -42,9 +43,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI):
         ingest.start()
+        scheduler = start_scheduler(
+            ingest=ingest, compaction_interval_seconds=settings.compaction_interval_seconds
+        )
         try:
             yield
         finally:
+            scheduler.shutdown(wait=True)
             ingest.stop()
             engine.close()
             store.dispose()

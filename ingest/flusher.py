@@ -41,7 +41,7 @@ class Flusher:
         self.interval_seconds = interval_seconds
         self.max_bytes = max_bytes
         self._wire_schema = table.wire_schema()
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()  # held while writing to the lake; compaction swaps under it too
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -61,7 +61,7 @@ class Flusher:
     def flush(self) -> int:
         """Move everything durable in the log to the lake now; returns the rows written."""
         written = 0
-        with self._lock:
+        with self.lock:
             while True:
                 start = self.log.checkpoint()
                 data, end = self.log.read(start, max_bytes=self.max_bytes)

@@ -7,7 +7,6 @@ and ``date`` prunes whole directories. A cursor per request; queries run off the
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -25,7 +24,7 @@ class Engine:
         self.lake = lake
         self._db = duckdb.connect(config={"threads": threads, "memory_limit": memory_limit})
         self._lock = threading.Lock()
-        self._has_files: dict[str, bool] = {}
+        self._generation = -1
         for table in TABLES.values():
             empty = pa.table({f.name: pa.array([], f.type) for f in table.schema})
             self._db.register("_arrow_empty", empty)
@@ -34,23 +33,25 @@ class Engine:
             self._define_view(table)
 
     def _define_view(self, table: LakeTable) -> None:
-        has_files = any(Path(self.lake.table_dir(table)).glob("*/*/*.parquet"))
-        if has_files:
+        files = self.lake.live_files(table)
+        if files:
+            listing = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
             source = (
-                f"SELECT * FROM read_parquet('{self.lake.glob(table)}', hive_partitioning = true, "
+                f"SELECT * FROM read_parquet([{listing}], hive_partitioning = true, "
                 "union_by_name = true, hive_types = {'site_id': VARCHAR, 'date': DATE})"
             )
         else:
             source = _empty_relation_sql(table)
         self._db.execute(f"CREATE OR REPLACE VIEW {table.name} AS {source}")
-        self._has_files[table.name] = has_files
 
     def refresh(self) -> None:
-        """Called after writes: switches a view from its empty stand-in to the files once they exist."""
+        """Re-list the lake's files when they changed (after a flush or a compaction)."""
         with self._lock:
+            if self._generation == self.lake.generation:
+                return
+            self._generation = self.lake.generation
             for table in TABLES.values():
-                if not self._has_files[table.name]:
-                    self._define_view(table)
+                self._define_view(table)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         self.refresh()

@@ -135,11 +135,19 @@ TABLES = {t.name: t for t in (EVENTS, ORDERS, METRICS)}
 
 
 class Lake:
+    """Partitions are symlinks (``date=D`` -> ``_versions/<table>/<uuid>``) so that compaction can
+    swap a partition's whole file set in one atomic rename; readers see the old set or the new one."""
+
     def __init__(self, root: Path) -> None:
         self.root = root
+        # Bumped on every change of the visible file set, so the engine knows when to re-list.
+        self.generation = 0
 
     def table_dir(self, table: LakeTable) -> Path:
         return self.root / table.name
+
+    def versions_dir(self, table: LakeTable) -> Path:
+        return self.root / "_versions" / table.name
 
     def partition_dir(self, table: LakeTable, *, site_id: str, date: str) -> Path:
         return self.table_dir(table) / f"site_id={site_id}" / f"date={date}"
@@ -153,20 +161,52 @@ class Lake:
         return sorted(base.glob(pattern))
 
     def partitions(self, table: LakeTable) -> list[Path]:
-        return sorted(p for p in self.table_dir(table).glob("*/*") if p.is_dir())
+        return sorted(p for p in self.table_dir(table).glob("*/date=*") if p.is_dir())
+
+    def new_version(self, table: LakeTable, partition: Path) -> Path:
+        # The version keeps the partition's key=value names, so its files still carry the Hive keys.
+        version = self.versions_dir(table) / partition.parent.name / partition.name / uuid.uuid4().hex
+        version.mkdir(parents=True)
+        return version
+
+    def live_files(self, table: LakeTable) -> list[Path]:
+        """The current files with their real paths (inside version directories). Queries bound to
+        this list keep reading the same files even if compaction swaps a partition meanwhile."""
+        return sorted(p.resolve() for p in self.files(table))
+
+    def point(self, partition: Path, version: Path) -> None:
+        """Make ``partition`` show ``version``'s files, atomically (rename of a symlink)."""
+        partition.parent.mkdir(parents=True, exist_ok=True)
+        # Made outside the table tree, so no glob ever sees the partition twice.
+        staging = self.root / "_tmp"
+        staging.mkdir(parents=True, exist_ok=True)
+        temp = staging / uuid.uuid4().hex
+        temp.symlink_to(os.path.relpath(version, partition.parent))
+        os.replace(temp, partition)
+        fsync_path(partition.parent)
+        self.generation += 1
+
+    def ensure_partition(self, table: LakeTable, *, site_id: str, date: str) -> Path:
+        partition = self.partition_dir(table, site_id=site_id, date=date)
+        if not partition.exists():
+            self.point(partition, self.new_version(table, partition))
+        return partition
+
+    def live_versions(self, table: LakeTable) -> set[Path]:
+        return {p.resolve() for p in self.partitions(table)}
 
     def write_file(
         self, table: LakeTable, data: pa.Table, *, site_id: str, date: str, name: str | None = None
     ) -> Path:
         """Write one complete Parquet file into a partition, atomically."""
-        directory = self.partition_dir(table, site_id=site_id, date=date)
-        directory.mkdir(parents=True, exist_ok=True)
+        directory = self.ensure_partition(table, site_id=site_id, date=date)
         final = directory / f"{name or uuid.uuid4().hex}.parquet"
         temp = directory / f".{final.name}.tmp"
         pq.write_table(data, temp, compression="zstd", row_group_size=1_000_000)
         fsync_path(temp)
         os.replace(temp, final)
-        fsync_path(directory)
+        fsync_path(directory.resolve())
+        self.generation += 1
         return final
 
     def write_partitioned(self, table: LakeTable, wire: pa.Table, *, name: str) -> list[Path]:

@@ -1,0 +1,23 @@
+"""Wires the jobs into APScheduler; each job is a plain function tested on its own."""
+
+from __future__ import annotations
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from ingest.service import Ingest
+from jobs import compaction
+
+
+def start_scheduler(*, ingest: Ingest, compaction_interval_seconds: float) -> BackgroundScheduler:
+    scheduler = BackgroundScheduler(timezone="UTC")
+    scheduler.add_job(
+        compaction.compact_lake,
+        "interval",
+        seconds=compaction_interval_seconds,
+        id=compaction.JOB_ID,
+        args=[ingest],
+        max_instances=1,
+        coalesce=True,
+    )
+    scheduler.start()
+    return scheduler

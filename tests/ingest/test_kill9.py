@@ -1,0 +1,158 @@
+"""Durability: a 2xx means the events survive `kill -9` of the server and are stored exactly once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+import httpx
+
+from tests.servers import free_port
+
+AISLE = str(Path(sys.executable).parent / "aisle")
+
+
+def prepare_site(data_dir: Path) -> str:
+    from aisle.settings import Settings
+    from api.auth.service import create_user
+    from api.sites.tracking_config import default_tracking_config
+    from warehouse.catalog import sites
+    from warehouse.catalog.store import create_store_engine, migrate
+
+    settings = Settings(data_dir=data_dir)
+    settings.prepare_data_dir()
+    store = create_store_engine(settings.resolved_database_url)
+    migrate(store)
+    user = create_user(store, email="ops@example.com", password="correct horse battery")
+    with store.begin() as conn:
+        site = sites.create(
+            conn, organization_id=user["organization_id"], name="Shop", domain="shop.example.com",
+            currency="EUR", timezone="UTC", tracking_config=default_tracking_config(), is_verified=True,
+        )  # fmt: skip
+    store.dispose()
+    return site["site_key"]
+
+
+def start_server(data_dir: Path, port: int) -> subprocess.Popen:
+    env = {**os.environ, "AISLE_DATA_DIR": str(data_dir), "AISLE_VISITOR_BATCHES_PER_MINUTE": "100000"}
+    process = subprocess.Popen(
+        [AISLE, "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=1).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("aisle serve did not come up")
+
+
+def batch(worker: int, number: int) -> list[dict]:
+    return [
+        {
+            "name": "page_view",
+            "eventId": f"w{worker}-b{number}-e{i}",
+            "visitorId": f"v{worker}",
+            "sessionId": "s1",
+        }
+        for i in range(50)
+    ]
+
+
+def stored_event_ids(data_dir: Path) -> list[str]:
+    files = list((data_dir / "lake" / "events").glob("*/*/*.parquet"))
+    if not files:
+        return []
+    glob = str(data_dir / "lake" / "events" / "*" / "*" / "*.parquet")
+    return [row[0] for row in duckdb.sql(f"SELECT event_id FROM read_parquet('{glob}')").fetchall()]
+
+
+def test_acknowledged_events_survive_kill_9_exactly_once(tmp_path):
+    data_dir = tmp_path / "data"
+    site_key = prepare_site(data_dir)
+    port = free_port()
+    server = start_server(data_dir, port)
+    acknowledged: set[str] = set()
+    lock = threading.Lock()
+    stop = threading.Event()
+    url = f"http://127.0.0.1:{port}/api/v1/public/sites/{site_key}/events/batch"
+
+    def send(worker: int) -> None:
+        with httpx.Client(headers={"Origin": "https://shop.example.com"}, timeout=5) as client:
+            number = 0
+            while not stop.is_set():
+                events = batch(worker, number)
+                number += 1
+                try:
+                    response = client.post(url, json={"events": events})
+                except httpx.HTTPError:
+                    return  # the server died under us; this batch was never acknowledged
+                if response.status_code == 200:
+                    assert response.json()["accepted"] == 50
+                    with lock:
+                        acknowledged.update(e["eventId"] for e in events)
+
+    workers = [threading.Thread(target=send, args=(w,)) for w in range(4)]
+    try:
+        for worker in workers:
+            worker.start()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with lock:
+                if len(acknowledged) >= 5000:
+                    break
+            time.sleep(0.05)
+        server.send_signal(signal.SIGKILL)  # in the middle of the load
+        server.wait(timeout=10)
+        stop.set()
+        for worker in workers:
+            worker.join(timeout=10)
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+    assert len(acknowledged) >= 5000
+    # Restart: the log beyond the checkpoint is replayed into the lake before serving.
+    server = start_server(data_dir, port)
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=30)
+
+    stored = stored_event_ids(data_dir)
+    assert len(stored) == len(set(stored)), "an event was stored twice"
+    missing = acknowledged - set(stored)
+    assert not missing, f"{len(missing)} acknowledged events were lost"
+
+
+def test_a_torn_log_tail_is_dropped_and_the_rest_replayed(tmp_path):
+    data_dir = tmp_path / "data"
+    site_key = prepare_site(data_dir)
+    port = free_port()
+    server = start_server(data_dir, port)
+    try:
+        response = httpx.post(
+            f"http://127.0.0.1:{port}/api/v1/public/sites/{site_key}/events/batch",
+            json={"events": batch(0, 0)},
+            headers={"Origin": "https://shop.example.com"},
+        )
+        assert response.status_code == 200
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait(timeout=10)
+    # A half-written record, as a crash in the middle of a write would leave it.
+    segment = sorted((data_dir / "log" / "events").glob("*.log"))[-1]
+    with open(segment, "ab") as handle:
+        handle.write(b'{"event_id": "torn", "name": "page_vi')
+    server = start_server(data_dir, port)
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=30)
+    stored = stored_event_ids(data_dir)
+    assert sorted(stored) == sorted(e["eventId"] for e in batch(0, 0))

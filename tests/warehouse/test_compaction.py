@@ -1,0 +1,121 @@
+"""Compaction merges a partition's small files atomically, while queries and flushes go on."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+
+import duckdb
+import pytest
+
+from ingest.normalise import Context
+from ingest.service import Ingest
+from warehouse.compaction import compact_table, purge_retired
+from warehouse.engine import Engine
+from warehouse.lake import EVENTS
+
+SITE = "11111111-1111-1111-1111-111111111111"
+
+
+def context() -> Context:
+    return Context(
+        site_id=SITE, site_currency="EUR", received_at=datetime.now(UTC), channel="server", historical=True
+    )
+
+
+def events(start: int, count: int) -> list[dict]:
+    return [
+        {"name": "page_view", "eventId": f"e{i}", "visitorId": f"v{i % 7}", "sessionId": "s",
+         "timestamp": "2024-03-05T10:00:00Z"}
+        for i in range(start, start + count)
+    ]  # fmt: skip
+
+
+@pytest.fixture
+def ingest(tmp_path):
+    service = Ingest(data_dir=tmp_path / "data", flush_interval_seconds=3600)
+    yield service
+    service.stop()
+
+
+def flush_in_files(ingest: Ingest, *, files: int, per_file: int) -> int:
+    for number in range(files):
+        ingest.accept_events_sync(events(number * per_file, per_file), context())
+        ingest.flush()
+    return files * per_file
+
+
+def test_compaction_merges_small_files_into_one_and_keeps_every_row(ingest):
+    total = flush_in_files(ingest, files=12, per_file=25)
+    partition = ingest.lake.partition_dir(EVENTS, site_id=SITE, date="2024-03-05")
+    assert len(list(partition.glob("*.parquet"))) == 12
+
+    result = compact_table(ingest.lake, EVENTS, writer_lock=ingest.flushers["events"].lock)
+
+    assert (result.partitions, result.files_in, result.files_out, result.rows) == (1, 12, 1, 300)
+    [merged] = list(partition.glob("*.parquet"))
+    assert merged.name.startswith("compact-")
+    ids = duckdb.sql(f"SELECT event_id FROM read_parquet('{merged}')").fetchall()
+    assert sorted(i for (i,) in ids) == sorted(f"e{i}" for i in range(total))
+
+
+def test_a_partition_with_one_file_is_left_alone(ingest):
+    flush_in_files(ingest, files=1, per_file=10)
+    result = compact_table(ingest.lake, EVENTS, writer_lock=ingest.flushers["events"].lock)
+    assert result.partitions == 0
+
+
+def test_queries_during_compaction_never_lose_or_duplicate_a_row(ingest):
+    flush_in_files(ingest, files=40, per_file=50)
+    engine = Engine(ingest.lake)
+    ingest.set_on_flush(engine.refresh)
+    seen: list[tuple[int, int]] = []
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def query() -> None:
+        cursor = engine.cursor()
+        while not stop.is_set():
+            try:
+                seen.append(
+                    cursor.execute("SELECT count(*), count(DISTINCT event_id) FROM events").fetchone()
+                )
+            except BaseException as exc:  # any failure is the finding
+                errors.append(exc)
+                return
+
+    def keep_flushing() -> None:
+        for number in range(40, 60):
+            ingest.accept_events_sync(events(number * 50, 50), context())
+            ingest.flush()
+
+    readers = [threading.Thread(target=query) for _ in range(2)]
+    writer = threading.Thread(target=keep_flushing)
+    for thread in (*readers, writer):
+        thread.start()
+    for _ in range(3):
+        compact_table(ingest.lake, EVENTS, writer_lock=ingest.flushers["events"].lock)
+    writer.join()
+    compact_table(ingest.lake, EVENTS, writer_lock=ingest.flushers["events"].lock)
+    stop.set()
+    for thread in readers:
+        thread.join()
+
+    assert not errors
+    assert len(seen) > 10
+    assert all(count == distinct for count, distinct in seen), "a query saw a row twice"
+    assert all(2000 <= count <= 3000 for count, _ in seen), "a query lost rows"
+    final = engine.cursor().execute("SELECT count(*), count(DISTINCT event_id) FROM events").fetchone()
+    assert final == (3000, 3000)
+    engine.close()
+
+
+def test_retired_versions_are_purged_only_after_their_grace_period(ingest):
+    flush_in_files(ingest, files=3, per_file=5)
+    compact_table(ingest.lake, EVENTS, writer_lock=ingest.flushers["events"].lock)
+    versions = ingest.lake.versions_dir(EVENTS)
+    assert len(list(versions.glob("*/*/*"))) == 2
+    assert purge_retired(ingest.lake, EVENTS, grace_seconds=3600) == 0
+    assert purge_retired(ingest.lake, EVENTS, grace_seconds=0) == 1
+    [live] = list(versions.glob("*/*/*"))
+    assert live == ingest.lake.partition_dir(EVENTS, site_id=SITE, date="2024-03-05").resolve()
