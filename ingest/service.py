@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,27 @@ def encode(rows: Iterable[dict[str, Any]]) -> bytes:
     return b"".join(orjson.dumps(row) + b"\n" for row in rows)
 
 
+class DataDirBusy(RuntimeError):
+    pass
+
+
+def _lock_data_dir(data_dir: Path):
+    """One writer per data directory: the log and the lake assume a single process appends."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    handle = open(data_dir / "ingest.lock", "w")  # noqa: SIM115 - held for the life of the Ingest
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        handle.close()
+        raise DataDirBusy(
+            f"another Aisle process writes to {data_dir}; stop it first (one writer per data directory)"
+        ) from exc
+    return handle
+
+
 class Ingest:
     def __init__(self, *, data_dir: Path, flush_interval_seconds: float = 1.0) -> None:
+        self._lock_handle = _lock_data_dir(data_dir)
         self.lake = Lake(data_dir / "lake")
         self.logs = {name: DurableLog(data_dir / "log" / name) for name in TABLES}
         self.flushers = {
@@ -61,6 +81,8 @@ class Ingest:
         for durable_log in self.logs.values():
             durable_log.close()
         self._started = False
+        if not self._lock_handle.closed:
+            self._lock_handle.close()
 
     def flush(self) -> int:
         """Write everything accepted so far to the lake now (tests and admin use this)."""
@@ -114,3 +136,9 @@ class Ingest:
     def store_orders_sync(self, rows: list[dict[str, Any]]) -> None:
         if rows:
             self.logs[ORDERS.name].append_sync(encode(rows))
+
+    def accept_orders_sync(self, raws: list[Any], ctx: Context) -> BatchResult:
+        """Bulk path (imports): orders validated one by one, already stored order ids counted as duplicates."""
+        rows, rejected, duplicates = self._prepare(ORDERS, raws, ctx, order_row)
+        self.store_orders_sync(rows)
+        return BatchResult(accepted=len(rows) + duplicates, rejected=rejected, duplicates=duplicates)

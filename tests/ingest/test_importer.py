@@ -1,0 +1,206 @@
+"""Bulk import: the same validation as the API, a summary of rejected rows, the online-retail preset."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from ingest.importer import import_file
+from ingest.service import DataDirBusy, Ingest
+
+SITE = {"id": "22222222-2222-2222-2222-222222222222", "currency": "EUR"}
+RETAIL = Path(__file__).resolve().parents[3] / "shared" / "data" / "online-retail-uci.csv.gz"
+RETAIL_HEADER = "InvoiceNo,StockCode,Description,Quantity,InvoiceDate,UnitPrice,CustomerID,Country\n"
+
+
+@pytest.fixture
+def ingest(tmp_path):
+    service = Ingest(data_dir=tmp_path / "data", flush_interval_seconds=3600)
+    service.start()
+    yield service
+    service.stop()
+
+
+def lake_rows(ingest: Ingest, table: str, sql: str = "SELECT * FROM t ORDER BY ALL") -> list[tuple]:
+    glob = str(ingest.lake.table_dir(ingest.flushers[table].table) / "*" / "*" / "*.parquet")
+    relation = duckdb.sql(f"SELECT * FROM read_parquet('{glob}', hive_partitioning = true)")  # noqa: F841
+    return duckdb.sql(sql.replace(" t ", " relation ")).fetchall()
+
+
+def test_csv_events_are_validated_row_by_row(ingest, tmp_path):
+    path = tmp_path / "events.csv"
+    path.write_text(
+        "name,eventId,visitorId,sessionId,timestamp,metadata\n"
+        "page_view,e1,v1,s1,2019-05-01T10:00:00Z,\n"
+        'product_view,e2,v1,s1,2019-05-01T10:01:00Z,"{""productItemCode"": ""P-1""}"\n'
+        "product_view,e3,v1,s1,2019-05-01T10:02:00Z,\n"
+        "teleport,e4,v1,s1,2019-05-01T10:03:00Z,\n"
+    )
+    summary = import_file(ingest, site=SITE, path=path)
+    assert summary.as_dict() == {
+        "kind": "events", "rowsRead": 4, "accepted": 2, "duplicates": 0,
+        "rejected": {"MISSING_PRODUCT_CODE": 1, "UNKNOWN_EVENT_NAME": 1}, "rejectedTotal": 2,
+        "examples": {
+            "MISSING_PRODUCT_CODE": "line 4: 'product_view' needs metadata.productItemCode",
+            "UNKNOWN_EVENT_NAME": "line 5: 'teleport' is not a canonical event name",
+        },
+    }  # fmt: skip
+    rows = lake_rows(ingest, "events", "SELECT event_id, product_item_code, date::VARCHAR FROM t ORDER BY 1")
+    assert rows == [("e1", None, "2019-05-01"), ("e2", "P-1", "2019-05-01")]
+
+
+def test_importing_the_same_file_twice_stores_each_row_once(ingest, tmp_path):
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps({"name": "scroll", "eventId": f"e{i}", "visitorId": "v", "sessionId": "s"})
+                              for i in range(5)))  # fmt: skip
+    assert import_file(ingest, site=SITE, path=path).accepted == 5
+    again = import_file(ingest, site=SITE, path=path)
+    assert (again.accepted, again.duplicates) == (0, 5)
+    assert lake_rows(ingest, "events", "SELECT count(*) FROM t ") == [(5,)]
+
+
+def test_jsonl_orders_with_a_broken_line_and_a_bad_currency(ingest, tmp_path):
+    good = {"orderId": "o1", "visitorId": "v", "sessionId": "s", "total": "10.50", "currency": "usd",
+            "timestamp": "2020-02-02T12:00:00Z", "items": [{"productItemCode": "A", "quantity": 1, "price": "10.50"}]}  # fmt: skip
+    bad_currency = {**good, "orderId": "o2", "currency": "DOLLARS"}
+    path = tmp_path / "orders.jsonl.gz"
+    with gzip.open(path, "wt") as handle:
+        handle.write(json.dumps(good) + "\n{not json\n" + json.dumps(bad_currency) + "\n")
+    summary = import_file(ingest, site=SITE, path=path)
+    assert (summary.kind, summary.rows_read, summary.accepted) == ("orders", 3, 1)
+    assert summary.rejected == {"ORDER_NOT_OBJECT": 1, "CURRENCY_NOT_ISO4217": 1}
+    assert lake_rows(ingest, "orders", "SELECT order_id, currency, total FROM t ") == [
+        ("o1", "USD", Decimal("10.500000"))
+    ]
+
+
+def test_parquet_events(ingest, tmp_path):
+    path = tmp_path / "events.parquet"
+    pq.write_table(
+        pa.table(
+            {
+                "name": ["page_view", "search_query"],
+                "visitorId": ["v1", "v2"],
+                "sessionId": ["s1", "s2"],
+                "eventId": ["p1", "p2"],
+            }
+        ),  # fmt: skip
+        path,
+    )
+    assert import_file(ingest, site=SITE, path=path).accepted == 2
+
+
+def test_unknown_format_is_refused(ingest, tmp_path):
+    path = tmp_path / "events.xlsx"
+    path.write_text("x")
+    with pytest.raises(ValueError, match="cannot tell the format"):
+        import_file(ingest, site=SITE, path=path)
+
+
+def retail_file(tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "retail.csv"
+    path.write_text(RETAIL_HEADER + "\n".join(lines) + "\n")
+    return path
+
+
+def test_online_retail_one_order_per_invoice_with_refunds_kept_apart(ingest, tmp_path):
+    path = retail_file(tmp_path, [
+        "536365,85123A,WHITE HANGING HEART T-LIGHT HOLDER,6,2010-12-01 08:26:00,2.55,17850.0,United Kingdom",
+        "536365,71053,WHITE METAL LANTERN,6,2010-12-01 08:26:00,3.39,17850.0,United Kingdom",
+        "C536379,D,Discount,-1,2010-12-01 09:41:00,27.5,14527.0,United Kingdom",
+        "536414,22139,,56,2011-06-01 11:52:00,0.0,,United Kingdom",
+        "536589,21777,,-10,2010-12-01 16:50:00,0.0,,United Kingdom",
+        "A563185,B,Adjust bad debt,1,2011-08-12 14:50:00,11062.06,,United Kingdom",
+    ])  # fmt: skip
+    summary = import_file(ingest, site=SITE, path=path, preset="online-retail")
+    assert (summary.rows_read, summary.accepted) == (5, 3)
+    assert summary.rejected == {"STOCK_ADJUSTMENT": 1, "NOT_AN_ORDER": 1}
+    rows = lake_rows(
+        ingest, "orders",
+        "SELECT order_id, is_refund, total, currency, visitor_id, user_id, item_count, ts::VARCHAR FROM t ORDER BY 1",
+    )  # fmt: skip
+    assert rows == [
+        (
+            "536365",
+            False,
+            Decimal("35.640000"),
+            "GBP",
+            "customer-17850",
+            "17850",
+            12,
+            "2010-12-01 08:26:00+00",
+        ),
+        # London summer time: 11:52 local is 10:52 UTC.
+        ("536414", False, Decimal("0.000000"), "GBP", "guest-536414", None, 56, "2011-06-01 10:52:00+00"),
+        (
+            "C536379",
+            True,
+            Decimal("-27.500000"),
+            "GBP",
+            "customer-14527",
+            "14527",
+            1,
+            "2010-12-01 09:41:00+00",
+        ),
+    ]
+
+
+def reference_retail(lines: list[dict]) -> dict[str, tuple[bool, Decimal]]:
+    """A plain reading of the rules: invoice -> (refund?, total) for the invoices that are orders."""
+    invoices: dict[str, list[dict]] = {}
+    for line in lines:
+        invoices.setdefault(line["InvoiceNo"], []).append(line)
+    expected = {}
+    for invoice, rows in invoices.items():
+        if invoice.startswith("A") or (
+            not invoice.startswith("C") and any(int(r["Quantity"]) < 0 for r in rows)
+        ):
+            continue
+        expected[invoice] = (
+            invoice.startswith("C"),
+            sum(int(r["Quantity"]) * Decimal(r["UnitPrice"]) for r in rows),
+        )
+    return expected
+
+
+def test_the_cli_imports_a_slice_of_the_real_online_retail_file(tmp_path):
+    with gzip.open(RETAIL, "rt", newline="") as handle:
+        head = [next(handle) for _ in range(3001)]
+    path = tmp_path / "retail-slice.csv"
+    path.write_text("".join(head))
+    lines = list(csv.DictReader(io.StringIO("".join(head))))
+    expected = reference_retail(lines)
+
+    data_dir = tmp_path / "data"
+    aisle = str(Path(sys.executable).parent / "aisle")
+    demo = json.loads(subprocess.run([aisle, "demo", "--data-dir", str(data_dir)], capture_output=True,
+                                     text=True, check=True).stdout)  # fmt: skip
+    result = subprocess.run(
+        [aisle, "import", "--site", demo["siteId"], "--preset", "online-retail", str(path), "--data-dir", str(data_dir)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["accepted"] == len(expected)
+    glob = str(data_dir / "lake" / "orders" / "*" / "*" / "*.parquet")
+    stored = duckdb.sql(
+        f"SELECT order_id, is_refund, total FROM read_parquet('{glob}', hive_partitioning = true) "
+        f"WHERE site_id = '{demo['siteId']}'"
+    ).fetchall()
+    assert {order: (refund, total) for order, refund, total in stored} == expected
+
+
+def test_a_second_writer_on_the_same_data_dir_is_refused(ingest, tmp_path):
+    with pytest.raises(DataDirBusy, match="another Aisle process writes"):
+        Ingest(data_dir=tmp_path / "data")
