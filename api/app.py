@@ -38,7 +38,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     ingest = Ingest(data_dir=settings.data_dir, flush_interval_seconds=settings.flush_interval_seconds)
     engine = Engine(ingest.lake)
-    ingest.set_on_flush(engine.refresh)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):

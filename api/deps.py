@@ -17,19 +17,20 @@ from warehouse.catalog import sites, users
 from warehouse.hotstate import HotState
 
 
-def _settings(request: Request) -> Settings:
+# Plain accessors are async so FastAPI calls them inline rather than through the thread pool.
+async def _settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def _store(request: Request) -> Engine:
+async def _store(request: Request) -> Engine:
     return request.app.state.store
 
 
-def _hot(request: Request) -> HotState:
+async def _hot(request: Request) -> HotState:
     return request.app.state.hot
 
 
-def _outbox(request: Request) -> Outbox:
+async def _outbox(request: Request) -> Outbox:
     return request.app.state.outbox
 
 
@@ -39,7 +40,7 @@ HotStateDep = Annotated[HotState, Depends(_hot)]
 OutboxDep = Annotated[Outbox, Depends(_outbox)]
 
 
-def client_address(request: Request) -> str:
+async def client_address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 

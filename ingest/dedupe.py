@@ -8,14 +8,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
-from hashlib import blake2b
 
 WINDOW_SECONDS = 24 * 3600
 BUCKET_SECONDS = 3600
 
 
 def key_hash(site_id: str, key: str) -> int:
-    return int.from_bytes(blake2b(f"{site_id}\x00{key}".encode(), digest_size=8).digest(), "little")
+    # Python's own string hashing: fast, 64-bit, and stable within a process, which is all the
+    # in-memory window needs (it is rebuilt from the lake on start).
+    return hash((site_id, key))
 
 
 class RecentKeys:

@@ -46,7 +46,6 @@ class Flusher:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.rows_written = 0
-        self.on_flush = lambda: None
 
     def remember_stored(self) -> None:
         """Load the keys of rows written to the lake within the dedupe window (on start)."""
@@ -92,7 +91,6 @@ class Flusher:
             self.lake.write_partitioned(self.table, wire, name=f"flush-{uuid.uuid4().hex}")
             self.stored.add_all(hashes)
             self.rows_written += wire.num_rows
-            self.on_flush()
         return wire.num_rows
 
     # --- background thread ------------------------------------------------------------------------

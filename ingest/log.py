@@ -8,6 +8,7 @@ the cost of one disk flush. Readers (the flusher) only ever see whole, synced li
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import queue
@@ -94,7 +95,11 @@ class DurableLog:
         return future
 
     async def append(self, payload: bytes) -> None:
-        await asyncio.wrap_future(self.submit(payload))
+        if self._closed:
+            raise LogClosed("the log is closed")
+        future = asyncio.get_running_loop().create_future()
+        self._queue.put((payload, future))
+        await future
 
     def append_sync(self, payload: bytes) -> None:
         self.submit(payload).result()
@@ -116,8 +121,9 @@ class DurableLog:
                 group.append(more)
             self._commit(group)
 
-    def _commit(self, group: list[tuple[bytes, Future]]) -> None:
+    def _commit(self, group: list[tuple[bytes, Future | asyncio.Future]]) -> None:
         data = b"".join(payload for payload, _ in group)
+        error: OSError | None = None
         try:
             view = memoryview(data)
             while view:
@@ -125,14 +131,12 @@ class DurableLog:
                 view = view[written:]
             os.fdatasync(self._fd)
         except OSError as exc:
-            for _, future in group:
-                future.set_exception(exc)
-            return
-        self._size += len(data)
-        self._durable = Position(self._segment, self._size)
-        for _, future in group:
-            future.set_result(None)
-        if self._size >= self.segment_bytes:
+            error = exc
+        else:
+            self._size += len(data)
+            self._durable = Position(self._segment, self._size)
+        _settle([waiter for _, waiter in group], error)
+        if error is None and self._size >= self.segment_bytes:
             os.close(self._fd)
             self._open_segment(self._segment + 1)
 
@@ -189,6 +193,32 @@ class DurableLog:
         self._queue.put(None)
         self._writer.join(timeout=30)
         os.close(self._fd)
+
+
+def _settle(waiters: list, error: OSError | None) -> None:
+    """Wake every waiter of a group: thread futures directly, event-loop futures with one callback
+    per loop (one wake-up of the loop for the whole group, not one per request)."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future]] = {}
+    for waiter in waiters:
+        if isinstance(waiter, asyncio.Future):
+            by_loop.setdefault(waiter.get_loop(), []).append(waiter)
+        elif error is None:
+            waiter.set_result(None)
+        else:
+            waiter.set_exception(error)
+    for loop, futures in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # the loop closed; nobody waits any more
+            loop.call_soon_threadsafe(_settle_on_loop, futures, error)
+
+
+def _settle_on_loop(futures: list[asyncio.Future], error: OSError | None) -> None:
+    for future in futures:
+        if future.done():
+            continue
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
 
 
 def _last_good_end(data: bytes, *, start: int) -> int:

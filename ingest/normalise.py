@@ -13,7 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from ingest.currency import is_iso4217, resolve_currency
 from ingest.event_names import CANONICAL_EVENT_NAMES, EVENT_FAMILIES
@@ -119,61 +119,114 @@ def _common(ctx: Context) -> dict[str, Any]:
     }
 
 
-def event_row(raw: Any, ctx: Context) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise Rejected("EVENT_NOT_OBJECT", "each event must be a JSON object")
-    if len(orjson.dumps(raw)) > MAX_EVENT_BYTES:
-        raise Rejected("EVENT_TOO_LARGE", f"event is larger than {MAX_EVENT_BYTES} bytes as JSON")
-    name = raw.get("name")
-    if name not in CANONICAL_EVENT_NAMES:
-        raise Rejected("UNKNOWN_EVENT_NAME", f"'{name}' is not a canonical event name")
+EVENT_LIST = TypeAdapter(list[EventIn])
+
+
+def _event_error(error: dict[str, Any]) -> Rejected:
+    field_path = [str(p) for p in error["loc"][1:]]
+    where = ".".join(field_path) or "event"
+    reason = f"{where}: {error['msg']}"
+    if not field_path:
+        return Rejected("EVENT_NOT_OBJECT", "each event must be a JSON object")
+    if field_path[0] == "timestamp":
+        return Rejected("TIMESTAMP_INVALID", reason)
+    return Rejected("INVALID_EVENT", reason)
+
+
+def event_rows(raws: list[Any], ctx: Context) -> tuple[list[dict[str, Any]], list[tuple[int, Rejected]]]:
+    """Validate a batch in one pass (the common all-valid case costs one call into pydantic-core);
+    returns the rows of the good events and the rejections by index."""
+    bad: dict[int, Rejected] = {}
+    check_sizes = len(orjson.dumps(raws)) > MAX_EVENT_BYTES
+    for index, raw in enumerate(raws):
+        if not isinstance(raw, dict):
+            bad[index] = Rejected("EVENT_NOT_OBJECT", "each event must be a JSON object")
+        elif raw.get("name") not in CANONICAL_EVENT_NAMES:
+            bad[index] = Rejected("UNKNOWN_EVENT_NAME", f"'{raw.get('name')}' is not a canonical event name")
+        elif check_sizes and len(orjson.dumps(raw)) > MAX_EVENT_BYTES:
+            bad[index] = Rejected("EVENT_TOO_LARGE", f"event is larger than {MAX_EVENT_BYTES} bytes as JSON")
+    candidates = [i for i in range(len(raws)) if i not in bad]
     try:
-        event = EventIn.model_validate(raw)
+        events = EVENT_LIST.validate_python([raws[i] for i in candidates])
     except ValidationError as exc:
-        code = (
-            "TIMESTAMP_INVALID"
-            if any(e["loc"][:1] == ("timestamp",) for e in exc.errors())
-            else "INVALID_EVENT"
-        )
-        raise Rejected(code, _validation_reason(exc)) from exc
-    metadata = event.metadata
-    product_code = metadata.get("productItemCode")
-    if product_code is not None and not isinstance(product_code, str | int):
-        raise Rejected("MISSING_PRODUCT_CODE", "metadata.productItemCode must be a string")
-    product_code = str(product_code).strip() if product_code is not None else None
-    if name in PRODUCT_EVENTS and not product_code:
-        raise Rejected("MISSING_PRODUCT_CODE", f"'{name}' needs metadata.productItemCode")
-    category_path = None
-    if name in CATEGORY_EVENTS:
-        category_path = metadata.get("categoryPath") or event.entity_id or UNKNOWN_CATEGORY
-        category_path = str(category_path)
-    elif isinstance(metadata.get("categoryPath"), str):
-        category_path = metadata["categoryPath"]
-    moment = event_time(event.timestamp, ctx)
-    value = money(event.value, "value")
-    currency = _currency(event.currency, metadata.get("currency") if isinstance(metadata.get("currency"), str) else None,
-                         ctx.site_currency)  # fmt: skip
-    return {
-        "event_id": event.event_id or uuid.uuid4().hex,
-        "name": name,
-        "ts": micros(moment),
-        "visitor_id": event.visitor_id,
-        "session_id": event.session_id,
-        "journey_id": event.journey_id,
-        "user_id": event.user_id,
-        "entity_type": event.entity_type,
-        "entity_id": event.entity_id,
-        "url": event.url,
-        "referrer": event.referrer,
-        "metadata": orjson.dumps(metadata).decode(),
-        "product_item_code": product_code,
-        "category_path": category_path,
-        "currency": currency,
-        "value": value,
-        **_consent(event.consent),
-        **_common(ctx),
-        "date": moment.astimezone(UTC).date().isoformat(),
-    }
+        for error in exc.errors(include_url=False):
+            bad.setdefault(candidates[error["loc"][0]], _event_error(error))
+        candidates = [i for i in candidates if i not in bad]
+        events = EVENT_LIST.validate_python([raws[i] for i in candidates])
+    batch = _BatchContext(ctx)
+    rows = []
+    for index, event in zip(candidates, events, strict=True):
+        try:
+            rows.append(batch.row(event))
+        except Rejected as rejected:
+            bad[index] = rejected
+    return rows, sorted(bad.items())
+
+
+def event_row(raw: Any, ctx: Context) -> dict[str, Any]:
+    rows, rejected = event_rows([raw], ctx)
+    if rejected:
+        raise rejected[0][1]
+    return rows[0]
+
+
+class _BatchContext:
+    """What every event of one batch shares, computed once."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.common = _common(ctx)
+        self.site_currency = resolve_currency(ctx.site_currency)
+
+    def row(self, event: EventIn) -> dict[str, Any]:
+        ctx = self.ctx
+        name = event.name
+        metadata = event.metadata
+        product_code = metadata.get("productItemCode")
+        if product_code is not None:
+            if not isinstance(product_code, str | int):
+                raise Rejected("MISSING_PRODUCT_CODE", "metadata.productItemCode must be a string")
+            product_code = str(product_code).strip() or None
+        if name in PRODUCT_EVENTS and not product_code:
+            raise Rejected("MISSING_PRODUCT_CODE", f"'{name}' needs metadata.productItemCode")
+        category_path = metadata.get("categoryPath")
+        if name in CATEGORY_EVENTS:
+            category_path = str(category_path or event.entity_id or UNKNOWN_CATEGORY)
+        elif not isinstance(category_path, str):
+            category_path = None
+        moment = ctx.received_at if event.timestamp is None else event_time(event.timestamp, ctx)
+        meta_currency = metadata.get("currency")
+        if event.currency is None and meta_currency is None:
+            currency = self.site_currency
+        else:
+            currency = _currency(
+                event.currency, meta_currency if isinstance(meta_currency, str) else None, ctx.site_currency
+            )
+        consent = event.consent
+        return {
+            "event_id": event.event_id or uuid.uuid4().hex,
+            "name": name,
+            "ts": micros(moment),
+            "visitor_id": event.visitor_id,
+            "session_id": event.session_id,
+            "journey_id": event.journey_id,
+            "user_id": event.user_id,
+            "entity_type": event.entity_type,
+            "entity_id": event.entity_id,
+            "url": event.url,
+            "referrer": event.referrer,
+            "metadata": orjson.dumps(metadata).decode() if metadata else "{}",
+            "product_item_code": product_code,
+            "category_path": category_path,
+            "currency": currency,
+            "value": None if event.value is None else money(event.value, "value"),
+            "consent_necessary": consent.necessary if consent else None,
+            "consent_analytics": consent.analytics if consent else None,
+            "consent_marketing": consent.marketing if consent else None,
+            "consent_preferences": consent.preferences if consent else None,
+            **self.common,
+            "date": moment.astimezone(UTC).date().isoformat(),
+        }
 
 
 def order_row(raw: Any, ctx: Context) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import orjson
 from ingest.dedupe import RecentKeys, key_hash
 from ingest.flusher import Flusher
 from ingest.log import DurableLog
-from ingest.normalise import Context, Rejected, event_row, metric_row, order_row
+from ingest.normalise import Context, Rejected, event_row, event_rows, metric_row, order_row
 from ingest.schemas import BatchResult, Rejection
 from warehouse.lake import EVENTS, METRICS, ORDERS, TABLES, Lake, LakeTable
 
@@ -20,7 +20,7 @@ RowMaker = Callable[[Any, Context], dict[str, Any]]
 
 
 def encode(rows: Iterable[dict[str, Any]]) -> bytes:
-    return b"".join(orjson.dumps(row) + b"\n" for row in rows)
+    return b"\n".join(map(orjson.dumps, rows)) + b"\n"
 
 
 class DataDirBusy(RuntimeError):
@@ -56,14 +56,7 @@ class Ingest:
             )
             for name, table in TABLES.items()
         }
-        self._on_flush: Callable[[], None] = lambda: None
         self._started = False
-
-    def set_on_flush(self, callback: Callable[[], None]) -> None:
-        """Called after rows reached the lake (the engine refreshes its views)."""
-        self._on_flush = callback
-        for flusher in self.flushers.values():
-            flusher.on_flush = callback
 
     def start(self) -> None:
         """Replay whatever the logs hold beyond their checkpoints, then flush in the background."""
@@ -71,7 +64,6 @@ class Ingest:
             flusher.remember_stored()
             flusher.flush()
             flusher.start()
-        self._on_flush()
         self._started = True
 
     def stop(self) -> None:
@@ -86,21 +78,23 @@ class Ingest:
 
     def flush(self) -> int:
         """Write everything accepted so far to the lake now (tests and admin use this)."""
-        written = sum(f.flush() for f in self.flushers.values())
-        self._on_flush()
-        return written
+        return sum(f.flush() for f in self.flushers.values())
 
     # --- accepting ---------------------------------------------------------------------------------
 
     def _prepare(
         self, table: LakeTable, raws: list[Any], ctx: Context, make_row: RowMaker
     ) -> tuple[list[dict[str, Any]], list[Rejection], int]:
-        rows, rejected = [], []
-        for index, raw in enumerate(raws):
-            try:
-                rows.append(make_row(raw, ctx))
-            except Rejected as exc:
-                rejected.append(Rejection(index=index, code=exc.code, reason=exc.reason))
+        if make_row is event_row:
+            rows, failures = event_rows(raws, ctx)
+        else:
+            rows, failures = [], []
+            for index, raw in enumerate(raws):
+                try:
+                    rows.append(make_row(raw, ctx))
+                except Rejected as exc:
+                    failures.append((index, exc))
+        rejected = [Rejection(index=index, code=exc.code, reason=exc.reason) for index, exc in failures]
         if not rows:
             return rows, rejected, 0
         hashes = [key_hash(ctx.site_id, row[table.key]) for row in rows]

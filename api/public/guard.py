@@ -11,7 +11,7 @@ from fastapi import Depends, Path, Request
 from api.deps import StoreDep
 from api.errors import Forbidden, NotFound, Unauthorized
 from api.sites import keys
-from warehouse.catalog import organizations, sites
+from warehouse.catalog import organizations, site_cache
 
 API_KEY_HEADER = "x-aisle-api-key"
 PLATFORM_HEADER = "x-aisle-client-platform"
@@ -57,12 +57,11 @@ def _check_mobile_key(request: Request, store, site: dict[str, Any]) -> str:
     return record["id"]
 
 
-def guard_public_site(
+async def guard_public_site(
     request: Request, store: StoreDep, site_key: str = Path(alias="siteKey")
 ) -> PublicCaller:
-    with store.connect() as conn:
-        site = sites.get_by_key(conn, site_key=site_key)
-        org = organizations.get(conn, organization_id=site["organization_id"]) if site else None
+    # Async and cached: this runs on every storefront call, so it stays off the thread pool.
+    site, org = site_cache.site_and_organization(store, site_key)
     if site is None:
         raise NotFound("Unknown site key", code="SITE_NOT_FOUND")
     if not site["is_verified"]:

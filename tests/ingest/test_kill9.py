@@ -13,30 +13,10 @@ from pathlib import Path
 import duckdb
 import httpx
 
+from tests.kill9_support import prepare_site
 from tests.servers import free_port
 
 AISLE = str(Path(sys.executable).parent / "aisle")
-
-
-def prepare_site(data_dir: Path) -> str:
-    from aisle.settings import Settings
-    from api.auth.service import create_user
-    from api.sites.tracking_config import default_tracking_config
-    from warehouse.catalog import sites
-    from warehouse.catalog.store import create_store_engine, migrate
-
-    settings = Settings(data_dir=data_dir)
-    settings.prepare_data_dir()
-    store = create_store_engine(settings.resolved_database_url)
-    migrate(store)
-    user = create_user(store, email="ops@example.com", password="correct horse battery")
-    with store.begin() as conn:
-        site = sites.create(
-            conn, organization_id=user["organization_id"], name="Shop", domain="shop.example.com",
-            currency="EUR", timezone="UTC", tracking_config=default_tracking_config(), is_verified=True,
-        )  # fmt: skip
-    store.dispose()
-    return site["site_key"]
 
 
 def start_server(data_dir: Path, port: int) -> subprocess.Popen:

@@ -68,7 +68,6 @@ def test_a_partition_with_one_file_is_left_alone(ingest):
 def test_queries_during_compaction_never_lose_or_duplicate_a_row(ingest):
     flush_in_files(ingest, files=40, per_file=50)
     engine = Engine(ingest.lake)
-    ingest.set_on_flush(engine.refresh)
     seen: list[tuple[int, int]] = []
     errors: list[BaseException] = []
     stop = threading.Event()

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, update
 
+from warehouse.catalog import site_cache
 from warehouse.catalog.rows import get_by_id, new_id
 from warehouse.catalog.store import utcnow
 from warehouse.catalog.tables import organizations
@@ -39,6 +40,7 @@ def update_subscription(
         .where(organizations.c.id == organization_id)
         .values(subscription_status=status, subscription_period_end=period_end)
     )
+    site_cache.invalidate()
 
 
 def subscription_is_valid(org: dict[str, Any], *, now: datetime | None = None) -> bool:

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, select, update
 
+from warehouse.catalog import site_cache
 from warehouse.catalog.rows import get_by_id, new_id, to_dict
 from warehouse.catalog.store import utcnow
 from warehouse.catalog.tables import sites
@@ -44,6 +45,7 @@ def create(
         "updated_at": now,
     }
     conn.execute(sites.insert().values(**row))
+    site_cache.invalidate()
     return row
 
 
@@ -65,8 +67,10 @@ def list_for_organization(conn: Connection, *, organization_id: str) -> list[dic
 def update_fields(conn: Connection, *, site_id: str, **values: Any) -> dict[str, Any] | None:
     if values:
         conn.execute(update(sites).where(sites.c.id == site_id).values(updated_at=utcnow(), **values))
+        site_cache.invalidate()
     return get(conn, site_id=site_id)
 
 
 def delete_one(conn: Connection, *, site_id: str) -> None:
     conn.execute(delete(sites).where(sites.c.id == site_id))
+    site_cache.invalidate()

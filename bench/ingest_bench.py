@@ -1,0 +1,179 @@
+"""Ingest benchmark: the real server over loopback, durability on, against a bare parse-and-validate
+endpoint measured in the same run.
+
+    .venv/bin/python bench/ingest_bench.py [--seconds 20] [--connections 16]
+
+Needs `wrk` (Debian package `wrk`; installed with apt-get when missing). Prints one JSON document;
+copy the figures into bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.kill9_support import prepare_site  # noqa: E402
+from tests.servers import free_port  # noqa: E402
+
+LUA = ROOT / "bench" / "events.lua"
+EVENTS_PER_BATCH = 50
+
+
+def ensure_wrk() -> str:
+    found = shutil.which("wrk")
+    if found:
+        return found
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    subprocess.run([*sudo, "apt-get", "install", "-y", "-qq", "wrk"], check=True, env={**os.environ,
+                   "DEBIAN_FRONTEND": "noninteractive"})  # fmt: skip
+    return shutil.which("wrk")
+
+
+def wait_healthy(url: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} did not answer")
+
+
+class PeakMemory:
+    """Samples the resident set of a process tree (the server) while the load runs."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _rss(self) -> int:
+        try:
+            text = Path(f"/proc/{self.pid}/status").read_text()
+        except FileNotFoundError:
+            return 0
+        return int(re.search(r"VmRSS:\s+(\d+)", text).group(1))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak_kib = max(self.peak_kib, self._rss())
+            time.sleep(0.05)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def run_wrk(wrk: str, base: str, path: str, *, seconds: int, connections: int) -> dict:
+    output = subprocess.run(
+        [wrk, "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(LUA), base, "--", path],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    fields = dict(re.findall(r"(\w+)=(\d+)", output.split("RESULT", 1)[1]))
+    requests = int(fields["requests"])
+    duration = int(fields["duration_us"]) / 1e6
+    return {
+        "requests": requests,
+        "events": requests * EVENTS_PER_BATCH,
+        "eventsPerSecond": round(requests * EVENTS_PER_BATCH / duration),
+        "p50Ms": int(fields["p50_us"]) / 1000,
+        "p99Ms": int(fields["p99_us"]) / 1000,
+        "non2xx": int(fields["errors_status"]),
+        "connectErrors": int(fields["errors_connect"]),
+    }
+
+
+def bench_bare(wrk: str, *, seconds: int, connections: int) -> dict:
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "bench.bare_app:app", "--host", "127.0.0.1", "--port", str(port),
+         "--log-level", "warning", "--no-access-log"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/docs")
+        with PeakMemory(server.pid) as memory:
+            result = run_wrk(wrk, f"http://127.0.0.1:{port}", "/api/v1/public/sites/x/events/batch",
+                             seconds=seconds, connections=connections)  # fmt: skip
+        result["peakRssMiB"] = round(memory.peak_kib / 1024, 1)
+        return result
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def count_stored(data_dir: Path) -> int:
+    import duckdb
+
+    glob = data_dir / "lake" / "events" / "*" / "*" / "*.parquet"
+    return duckdb.sql(f"SELECT count(*) FROM read_parquet('{glob}')").fetchall()[0][0]
+
+
+def bench_aisle(wrk: str, *, seconds: int, connections: int) -> dict:
+    data_dir = Path(tempfile.mkdtemp(prefix="aisle-bench-"))
+    site_key = prepare_site(data_dir)
+    port = free_port()
+    env = {**os.environ, "AISLE_DATA_DIR": str(data_dir), "AISLE_VISITOR_BATCHES_PER_MINUTE": "1000000",
+           "AISLE_LOG_JSON": "true"}  # fmt: skip
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "aisle"), "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/api/v1/health")
+        with PeakMemory(server.pid) as memory:
+            result = run_wrk(wrk, f"http://127.0.0.1:{port}", f"/api/v1/public/sites/{site_key}/events/batch",
+                             seconds=seconds, connections=connections)  # fmt: skip
+        result["peakRssMiB"] = round(memory.peak_kib / 1024, 1)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=120)
+    result["storedEvents"] = count_stored(data_dir)
+    shutil.rmtree(data_dir, ignore_errors=True)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=int, default=20)
+    parser.add_argument("--connections", type=int, default=16)
+    args = parser.parse_args()
+    wrk = ensure_wrk()
+    bare = bench_bare(wrk, seconds=args.seconds, connections=args.connections)
+    aisle = bench_aisle(wrk, seconds=args.seconds, connections=args.connections)
+    print(json.dumps({
+        "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
+        "command": " ".join(["bench/ingest_bench.py", *sys.argv[1:]]),
+        "batchSize": EVENTS_PER_BATCH,
+        "bare": bare,
+        "aisle": aisle,
+        "ratio": round(aisle["eventsPerSecond"] / bare["eventsPerSecond"], 3),
+    }, indent=2))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""A short-lived cache of (site, organisation) by site key, for the public guard's hot path.
+
+Writes to sites and organisations in this process clear it at once (the repositories call
+``invalidate``); other processes of a scaled-out deployment see a change within ``TTL_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from sqlalchemy import Engine
+
+TTL_SECONDS = 2.0
+MAX_ENTRIES = 10_000
+
+_lock = threading.Lock()
+_entries: dict[str, tuple[float, dict[str, Any] | None, dict[str, Any] | None]] = {}
+
+
+def invalidate() -> None:
+    with _lock:
+        _entries.clear()
+
+
+def site_and_organization(
+    store: Engine, site_key: str
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    now = time.monotonic()
+    entry = _entries.get(site_key)
+    if entry and entry[0] > now:
+        return entry[1], entry[2]
+    from warehouse.catalog import organizations, sites
+
+    with store.connect() as conn:
+        site = sites.get_by_key(conn, site_key=site_key)
+        org = organizations.get(conn, organization_id=site["organization_id"]) if site else None
+    with _lock:
+        if len(_entries) >= MAX_ENTRIES:
+            _entries.clear()
+        _entries[site_key] = (now + TTL_SECONDS, site, org)
+    return site, org
