@@ -44,7 +44,6 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     data_dir: DataDir = None,
-    workers: Annotated[int, typer.Option(help="Worker processes (needs AISLE_REDIS_URL above 1).")] = 1,
 ) -> None:
     """Run the HTTP service. Config store: AISLE_DATABASE_URL (SQLite in the data dir by default);
     hot state: AISLE_REDIS_URL (in process by default)."""
@@ -60,7 +59,6 @@ def serve(
         factory=True,
         host=host,
         port=port,
-        workers=workers,
         log_level="warning",
         access_log=False,
     )
