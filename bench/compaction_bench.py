@@ -1,0 +1,113 @@
+"""What compaction buys: the same events as thousands of small flush files versus compacted files,
+queried by the same funnel; and how fast compaction itself runs.
+
+    .venv/bin/python bench/compaction_bench.py [--events 10000000] [--per-file 5000] [--days 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from warehouse.compaction import compact_table  # noqa: E402
+from warehouse.engine import Engine  # noqa: E402
+from warehouse.lake import EVENTS, EVENTS_SCHEMA, Lake  # noqa: E402
+
+SITE = "33333333-3333-3333-3333-333333333333"
+STEPS = ["page_view", "product_view", "add_to_cart", "purchase"]
+# Each step is rarer than the one before, like a real storefront funnel.
+WEIGHTS = np.array([0.55, 0.3, 0.1, 0.05])
+FUNNEL_SQL = (ROOT / "bench" / "sql" / "funnel_4_steps.sql").read_text()
+
+
+def make_file(rng: np.random.Generator, *, start: int, rows: int, day: date, visitors: int) -> pa.Table:
+    ids = pa.array(np.arange(start, start + rows))
+    visitor = rng.integers(0, visitors, rows)
+    seconds = rng.integers(0, 86_400, rows)
+    base = np.datetime64(day.isoformat(), "us")
+    columns = {
+        "event_id": pc.binary_join_element_wise("e", pc.cast(ids, pa.string()), ""),
+        "name": pa.array(np.array(STEPS)[rng.choice(4, rows, p=WEIGHTS)]),
+        "ts": pa.array(base + seconds.astype("timedelta64[s]")).cast(EVENTS_SCHEMA.field("ts").type),
+        "visitor_id": pc.binary_join_element_wise("v", pc.cast(pa.array(visitor), pa.string()), ""),
+        "session_id": pc.binary_join_element_wise("s", pc.cast(pa.array(visitor // 3), pa.string()), ""),
+    }
+    arrays = []
+    for field in EVENTS_SCHEMA:
+        arrays.append(columns[field.name] if field.name in columns else pa.nulls(rows, field.type))
+    return pa.Table.from_arrays(arrays, schema=EVENTS_SCHEMA)
+
+
+def time_funnel(engine: Engine, *, start: date, end: date, runs: int = 3) -> tuple[float, tuple]:
+    timings = []
+    for _ in range(runs):
+        cursor = engine.cursor()
+        began = time.perf_counter()
+        result = cursor.execute(
+            FUNNEL_SQL,
+            {"site_id": SITE, "start_date": start, "end_date": end, "step1": STEPS[0], "step2": STEPS[1],
+             "step3": STEPS[2], "step4": STEPS[3]},
+        ).fetchall()[0]  # fmt: skip
+        timings.append(time.perf_counter() - began)
+    return statistics.median(timings), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--events", type=int, default=10_000_000)
+    parser.add_argument("--per-file", type=int, default=5_000)
+    parser.add_argument("--days", type=int, default=7)
+    args = parser.parse_args()
+    rng = np.random.default_rng(42)
+    root = Path(tempfile.mkdtemp(prefix="aisle-compaction-bench-"))
+    lake = Lake(root / "lake")
+    first = date(2026, 1, 5)
+    files = args.events // args.per_file
+    began = time.perf_counter()
+    for number in range(files):
+        day = first + timedelta(days=number % args.days)
+        table = make_file(rng, start=number * args.per_file, rows=args.per_file, day=day, visitors=200_000)
+        lake.write_file(EVENTS, table, site_id=SITE, date=day.isoformat())
+    written = time.perf_counter() - began
+    engine = Engine(lake)
+    end = first + timedelta(days=args.days - 1)
+    small_seconds, small_result = time_funnel(engine, start=first, end=end)
+
+    result = compact_table(lake, EVENTS)
+    compacted_seconds, compacted_result = time_funnel(engine, start=first, end=end)
+    assert small_result == compacted_result, (small_result, compacted_result)
+    print(json.dumps({
+        "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
+        "command": " ".join(["bench/compaction_bench.py", *sys.argv[1:]]),
+        "events": files * args.per_file,
+        "smallFiles": files,
+        "writeSeconds": round(written, 1),
+        "funnel": dict(zip(STEPS, small_result, strict=True)),
+        "funnelSecondsSmallFiles": round(small_seconds, 3),
+        "compaction": {"partitions": result.partitions, "filesIn": result.files_in, "filesOut": result.files_out,
+                       "megabytesIn": round(result.bytes_in / 1e6, 1), "seconds": round(result.seconds, 2),
+                       "megabytesPerSecond": round(result.bytes_in / 1e6 / result.seconds, 1)},
+        "funnelSecondsCompacted": round(compacted_seconds, 3),
+        "speedup": round(small_seconds / compacted_seconds, 2),
+    }, indent=2))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
