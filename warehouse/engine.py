@@ -7,11 +7,14 @@ and ``date`` prunes whole directories. A cursor per request; queries run off the
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
 from warehouse.lake import TABLES, Lake, LakeTable
+
+PEOPLE_VIEWS_SQL = (Path(__file__).parent / "sql" / "people_views.sql").read_text()
 
 
 def _empty_relation_sql(table: LakeTable) -> str:
@@ -31,6 +34,8 @@ class Engine:
             self._db.execute(f"CREATE TABLE _empty_{table.name} AS SELECT * FROM _arrow_empty")
             self._db.unregister("_arrow_empty")
             self._define_view(table)
+        # Views over the views above; they bind at query time, so re-listing files never touches them.
+        self._db.execute(PEOPLE_VIEWS_SQL)
 
     def _define_view(self, table: LakeTable) -> None:
         files = self.lake.live_files(table)

@@ -1,0 +1,65 @@
+"""People: a visitor counts as the user it was ever linked to, before or after its events."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from ingest.normalise import Context
+from ingest.service import Ingest
+from warehouse.engine import Engine
+
+SITE = "44444444-4444-4444-4444-444444444444"
+
+
+@pytest.fixture
+def lake(tmp_path):
+    ingest = Ingest(data_dir=tmp_path / "data", flush_interval_seconds=3600)
+    engine = Engine(ingest.lake)
+    yield ingest, engine
+    engine.close()
+    ingest.stop()
+
+
+def journeys_for(ingest: Ingest, people: dict[str, list[dict]]) -> None:
+    ctx = Context(
+        site_id=SITE, site_currency="EUR", received_at=datetime.now(UTC), channel="server", historical=True
+    )
+    events = []
+    for visitor, steps in people.items():
+        for number, step in enumerate(steps):
+            events.append({"visitorId": visitor, "sessionId": f"{visitor}-s", "eventId": f"{visitor}-{number}",
+                           "timestamp": f"2024-01-0{number + 1}T10:00:00Z", **step})  # fmt: skip
+    result = ingest.accept_events_sync(events, ctx)
+    assert result.rejected == []
+    ingest.flush()
+
+
+def test_a_visitor_linked_later_counts_as_the_user_from_its_first_event(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "phone": [{"name": "page_view"}, {"name": "identify", "userId": "ada"}],
+        "laptop": [{"name": "page_view", "userId": "ada"}],
+        "stranger": [{"name": "page_view"}, {"name": "scroll"}],
+    })  # fmt: skip
+    rows = (
+        engine.cursor()
+        .execute("SELECT visitor_id, name, person_id FROM events_people ORDER BY visitor_id, ts")
+        .fetchall()
+    )
+    assert rows == [
+        ("laptop", "page_view", "ada"),
+        ("phone", "page_view", "ada"),
+        ("phone", "identify", "ada"),
+        ("stranger", "page_view", "stranger"),
+        ("stranger", "scroll", "stranger"),
+    ]
+    people = engine.cursor().execute("SELECT count(DISTINCT person_id) FROM events_people").fetchall()
+    assert people == [(2,)]
+
+
+def test_people_views_work_on_an_empty_lake(lake):
+    _, engine = lake
+    assert engine.cursor().execute("SELECT count(*) FROM events_people").fetchall() == [(0,)]
+    assert engine.cursor().execute("SELECT count(*) FROM orders_people").fetchall() == [(0,)]

@@ -1,0 +1,22 @@
+-- People: analytics count a visitor as the user it was linked to, whenever the link happened
+-- (before or after its events); a visitor never linked counts as itself.
+
+-- The user each visitor was linked to: the first user id seen with it, on an event or an order.
+CREATE OR REPLACE VIEW visitor_users AS
+SELECT site_id, visitor_id, arg_min(user_id, ts) AS user_id
+FROM (
+    SELECT site_id, visitor_id, user_id, ts FROM events WHERE user_id IS NOT NULL AND user_id <> ''
+    UNION ALL
+    SELECT site_id, visitor_id, user_id, ts FROM orders WHERE user_id IS NOT NULL AND user_id <> ''
+)
+GROUP BY site_id, visitor_id;
+
+CREATE OR REPLACE VIEW events_people AS
+SELECT e.*, coalesce(nullif(e.user_id, ''), l.user_id, e.visitor_id) AS person_id
+FROM events AS e
+LEFT JOIN visitor_users AS l ON l.site_id = e.site_id AND l.visitor_id = e.visitor_id;
+
+CREATE OR REPLACE VIEW orders_people AS
+SELECT o.*, coalesce(nullif(o.user_id, ''), l.user_id, o.visitor_id) AS person_id
+FROM orders AS o
+LEFT JOIN visitor_users AS l ON l.site_id = o.site_id AND l.visitor_id = o.visitor_id;
