@@ -70,7 +70,7 @@ def demo(data_dir: DataDir = None) -> None:
     from aisle.demo import load_demo
 
     _, store = _store(data_dir)
-    typer.echo(json.dumps(load_demo(store), indent=2))
+    typer.echo(json.dumps(load_demo(store, data_dir=_settings(data_dir).data_dir), indent=2))
 
 
 @app.command("import")

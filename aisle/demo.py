@@ -1,14 +1,27 @@
-"""The demo organisation: one verified site and a login, created idempotently."""
+"""The demo organisation: verified sites and a login, created idempotently, with demo traffic.
+
+Besides the original "Demo Gift Shop" (no data), three verified sites priced in EUR, USD and JPY
+get weeks of generated storefront traffic (``aisle.demo_data``) in the lake. The traffic is loaded
+in the same config-store transaction that creates its site, so a site exists only with its data,
+and re-running never loads it twice.
+"""
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
+from aisle.demo_data import DEFAULT_PRODUCTS, generate_site_traffic, make_catalog
 from api.auth.passwords import hash_password
 from api.auth.service import create_user
 from api.sites.tracking_config import default_tracking_config
+from ingest.normalise import Context, Rejected
+from ingest.service import DataDirBusy, Ingest
 from warehouse.catalog import sites, users
 
 # `.example` is reserved for examples and still passes the login route's e-mail validation,
@@ -19,8 +32,128 @@ DEMO_SITE_NAME = "Demo Gift Shop"
 # Pages served from the local machine may call the public routes of the demo site.
 DEMO_DOMAIN = "localhost"
 
+# About 6,000 sessions, 50,000 events and 200 orders per site over 8 weeks.
+DEMO_VISITORS = 3000
+DEMO_DAYS = 56
+DEMO_SEED = 7
+EVENT_BATCH = 500
+ORDER_BATCH = 200
 
-def load_demo(store: Engine) -> dict[str, Any]:
+
+@dataclass(frozen=True)
+class DemoSite:
+    name: str
+    domain: str  # `*.localhost` resolves to the local machine in browsers
+    currency: str
+    timezone: str
+
+
+DEMO_TRAFFIC_SITES = (
+    DemoSite("Demo Shop EUR", "eur.demo.localhost", "EUR", "Europe/Berlin"),
+    DemoSite("Demo Shop USD", "usd.demo.localhost", "USD", "America/New_York"),
+    DemoSite("Demo Shop JPY", "jpy.demo.localhost", "JPY", "Asia/Tokyo"),
+)
+
+
+def _site_named(conn: Connection, organization_id: str, name: str) -> dict[str, Any] | None:
+    return next(
+        (s for s in sites.list_for_organization(conn, organization_id=organization_id) if s["name"] == name),
+        None,
+    )
+
+
+def _create_site(
+    conn: Connection, organization_id: str, *, name, domain, currency, timezone
+) -> dict[str, Any]:
+    return sites.create(
+        conn,
+        organization_id=organization_id,
+        name=name,
+        domain=domain,
+        currency=currency,
+        timezone=timezone,
+        tracking_config=default_tracking_config(),
+        is_verified=True,
+    )
+
+
+def load_traffic(
+    ingest: Ingest,
+    site: dict[str, Any],
+    *,
+    seed: int,
+    days: int,
+    visitors: int,
+    end: date,
+    received_at: datetime,
+) -> dict[str, int]:
+    """Feed one site's generated traffic through the ingest write path; returns the counts."""
+    ctx = Context(
+        site_id=site["id"],
+        site_currency=site["currency"],
+        received_at=received_at,
+        channel="import",
+        historical=True,
+    )
+    catalog = make_catalog(random.Random(seed), products=DEFAULT_PRODUCTS, currency=site["currency"])
+    counts = {"sessions": 0, "eventsAccepted": 0, "eventsRejected": 0, "orders": 0, "ordersRejected": 0}
+    events: list[dict[str, Any]] = []
+    orders: list[dict[str, Any]] = []
+
+    def send_events() -> None:
+        result = ingest.accept_events_sync(events, ctx)
+        counts["eventsAccepted"] += result.accepted
+        counts["eventsRejected"] += len(result.rejected)
+        events.clear()
+
+    def send_orders() -> None:
+        ingest.store_orders_sync(orders)
+        counts["orders"] += len(orders)
+        orders.clear()
+
+    for item in generate_site_traffic(
+        seed=seed,
+        currency=site["currency"],
+        end=end,
+        days=days,
+        visitors=visitors,
+        catalog=catalog,
+        base_url=f"http://{site['domain']}",
+    ):
+        if item["kind"] == "events":
+            counts["sessions"] += 1
+            events.extend(item["events"])
+            if len(events) >= EVENT_BATCH:
+                send_events()
+        else:
+            try:
+                orders.append(ingest.order(item["order"], ctx))
+            except Rejected:
+                counts["ordersRejected"] += 1
+            if len(orders) >= ORDER_BATCH:
+                send_orders()
+    if events:
+        send_events()
+    if orders:
+        send_orders()
+    ingest.flush()
+    return counts
+
+
+def load_demo(
+    store: Engine,
+    *,
+    data_dir: Path,
+    seed: int = DEMO_SEED,
+    days: int = DEMO_DAYS,
+    visitors: int = DEMO_VISITORS,
+    end: date | None = None,
+) -> dict[str, Any]:
+    """Create (or refresh) the demo login and sites. Traffic ends at midnight UTC of ``end``
+    (today by default) and is loaded only when its site is created.
+
+    The lake needs the data directory to itself: while another process (``aisle serve``) holds it,
+    the sites that would need traffic are not created, and a warning says so."""
     with store.connect() as conn:
         user = users.get_by_email(conn, email=DEMO_EMAIL)
     if user is None:
@@ -28,31 +161,79 @@ def load_demo(store: Engine) -> dict[str, Any]:
     else:
         with store.begin() as conn:
             users.update_fields(conn, user_id=user["id"], password_hash=hash_password(DEMO_PASSWORD))
+    organization_id = user["organization_id"]
     with store.begin() as conn:
-        site = next(
-            (
-                s
-                for s in sites.list_for_organization(conn, organization_id=user["organization_id"])
-                if s["name"] == DEMO_SITE_NAME
-            ),
-            None,
-        )
+        site = _site_named(conn, organization_id, DEMO_SITE_NAME)
         if site is None:
-            site = sites.create(
-                conn,
-                organization_id=user["organization_id"],
-                name=DEMO_SITE_NAME,
-                domain=DEMO_DOMAIN,
-                currency="GBP",
+            site = _create_site(
+                conn, organization_id, name=DEMO_SITE_NAME, domain=DEMO_DOMAIN, currency="GBP",
                 timezone="Europe/London",
-                tracking_config=default_tracking_config(),
-                is_verified=True,
+            )  # fmt: skip
+    with store.connect() as conn:
+        missing = [s for s in DEMO_TRAFFIC_SITES if _site_named(conn, organization_id, s.name) is None]
+
+    loaded: dict[str, dict[str, int]] = {}
+    warnings: list[str] = []
+    if missing:
+        try:
+            # Only explicit flushes: one set of files per partition, not one per second.
+            ingest = Ingest(data_dir=Path(data_dir), flush_interval_seconds=3600)
+        except DataDirBusy as exc:
+            ingest = None
+            warnings.append(
+                f"{exc}. The demo sites with traffic ({', '.join(s.name for s in missing)}) were not "
+                "created; run `aisle demo` again while the server is stopped."
             )
-    return {
+        if ingest is not None:
+            received_at = datetime.now(UTC)
+            try:
+                ingest.start()
+                for spec in missing:
+                    # The site commits only once its traffic is in the lake.
+                    with store.begin() as conn:
+                        record = _create_site(
+                            conn, organization_id, name=spec.name, domain=spec.domain,
+                            currency=spec.currency, timezone=spec.timezone,
+                        )  # fmt: skip
+                        loaded[spec.name] = load_traffic(
+                            ingest,
+                            record,
+                            seed=seed,
+                            days=days,
+                            visitors=visitors,
+                            end=end or received_at.date(),
+                            received_at=received_at,
+                        )
+            finally:
+                ingest.stop()
+
+    with store.connect() as conn:
+        traffic_sites = [
+            found
+            for spec in DEMO_TRAFFIC_SITES
+            if (found := _site_named(conn, organization_id, spec.name)) is not None
+        ]
+    result: dict[str, Any] = {
         "email": DEMO_EMAIL,
         "password": DEMO_PASSWORD,
         "userId": user["id"],
-        "organizationId": user["organization_id"],
+        "organizationId": organization_id,
         "siteId": site["id"],
         "siteKey": site["site_key"],
+        "sites": [
+            {
+                "name": s["name"],
+                "siteId": s["id"],
+                "siteKey": s["site_key"],
+                "domain": s["domain"],
+                "currency": s["currency"],
+            }
+            for s in traffic_sites
+        ],
     }
+    if loaded:
+        # Only on the run that created the sites: what went into the lake, per site.
+        result["loaded"] = loaded
+    if warnings:
+        result["warnings"] = warnings
+    return result

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from fastapi import Response
 
-from api.errors import TooManyRequests
+from api.errors import AppError, TooManyRequests
 from warehouse.hotstate import HotState, WindowCount
 
 
@@ -25,15 +27,30 @@ def rate_limit_headers(limit: Limit, window: WindowCount) -> dict[str, str]:
     }
 
 
-def throttle(hot: HotState, response: Response | None, *, limit: Limit, subject: str) -> None:
-    """Count one request of ``subject`` against ``limit``; 429 with ``Retry-After`` once it is spent."""
+def throttle(
+    hot: HotState, response: Response | None, *, limit: Limit, subject: str, code: str = "RATE_LIMITED"
+) -> dict[str, str]:
+    """Count one request of ``subject`` against ``limit``; 429 with ``Retry-After`` once it is spent.
+    Returns the rate-limit headers (also set on ``response`` when given)."""
     window = hot.hit(f"rl:{limit.name}:{subject}", window_seconds=limit.window_seconds)
     headers = rate_limit_headers(limit, window)
     if window.count > limit.limit:
         raise TooManyRequests(
             f"Too many requests; retry in {window.reset_in} seconds",
+            code=code,
             details={"limit": limit.limit, "windowSeconds": limit.window_seconds},
             headers={**headers, "Retry-After": str(window.reset_in)},
         )
     if response is not None:
         response.headers.update(headers)
+    return headers
+
+
+@contextmanager
+def headers_on_errors(headers: dict[str, str]) -> Iterator[None]:
+    """Errors raised inside still carry the rate-limit headers of a throttled route."""
+    try:
+        yield
+    except AppError as exc:
+        exc.headers = {**headers, **(exc.headers or {})}
+        raise

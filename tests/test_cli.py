@@ -231,6 +231,8 @@ def test_demo_is_idempotent_and_its_site_is_verified(tmp_path):
     second = run_aisle("demo", "--data-dir", str(data_dir))
     assert second.returncode == 0, second.stderr
     one, two = json.loads(first.stdout), json.loads(second.stdout)
+    # The first run also loads the demo traffic, and says how much; the second loads nothing again.
+    assert set(one.pop("loaded")) == {"Demo Shop EUR", "Demo Shop USD", "Demo Shop JPY"}
     assert one == two
     assert one["email"] == "demo@aisle.example"
     assert one["password"] == "aisle-demo-password"
@@ -244,7 +246,8 @@ def test_demo_is_idempotent_and_its_site_is_verified(tmp_path):
             user = users.get_by_email(conn, email="demo@aisle.example")
     finally:
         store.dispose()
-    assert [s["id"] for s in org_sites] == [one["siteId"]]
+    assert [s["id"] for s in org_sites] == [one["siteId"], *(s["siteId"] for s in one["sites"])]
+    assert all(s["is_verified"] for s in org_sites)
     assert site["site_key"] == one["siteKey"]
     assert site["is_verified"] is True
     assert site["verified_at"] is not None

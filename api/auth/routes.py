@@ -29,7 +29,7 @@ from api.auth.schemas import (
 )
 from api.deps import ClientAddress, CurrentUser, HotStateDep, OutboxDep, SettingsDep, StoreDep
 from api.schemas import Ok
-from api.throttle import Limit, throttle
+from api.throttle import Limit, headers_on_errors, throttle
 from warehouse.catalog import users
 
 router = APIRouter(prefix="/auth", tags=["auth"])
@@ -60,11 +60,20 @@ def register(body: RegisterBody, store: StoreDep, settings: SettingsDep, outbox:
 
 @router.post("/login", response_model=Tokens | MfaChallenge)
 def login(
-    body: LoginBody, store: StoreDep, settings: SettingsDep, hot: HotStateDep, address: ClientAddress
+    body: LoginBody,
+    store: StoreDep,
+    settings: SettingsDep,
+    hot: HotStateDep,
+    address: ClientAddress,
+    response: Response,
 ) -> Tokens | MfaChallenge:
     """Tokens, or `{mfaRequired: true, challengeToken}` to exchange at `/auth/login/verify-mfa`.
-    Failed logins are throttled per account and attempts per client address (429 with Retry-After)."""
-    result = service.login(store, settings, hot, email=body.email, password=body.password, address=address)
+    Failed logins are throttled per account and attempts per client address (429 with Retry-After);
+    every answer carries the address limit's `X-RateLimit-*` headers."""
+    headers = service.check_login_throttle(hot, settings, email=body.email, address=address)
+    with headers_on_errors(headers):
+        result = service.login(store, settings, hot, email=body.email, password=body.password)
+    response.headers.update(headers)
     if isinstance(result, str):
         return MfaChallenge(challenge_token=result, expires_in=settings.mfa_challenge_ttl_seconds)
     return _tokens(result)
@@ -72,15 +81,20 @@ def login(
 
 @router.post("/login/verify-mfa", response_model=Tokens)
 def verify_mfa_login(
-    body: VerifyMfaLoginBody, store: StoreDep, settings: SettingsDep, hot: HotStateDep, address: ClientAddress
+    body: VerifyMfaLoginBody,
+    store: StoreDep,
+    settings: SettingsDep,
+    hot: HotStateDep,
+    address: ClientAddress,
+    response: Response,
 ) -> Tokens:
-    """Exchange an MFA challenge and a TOTP or backup code for tokens."""
-    throttle(
-        hot, None, limit=Limit("mfa-address", settings.login_max_attempts_per_address, 900), subject=address
-    )
-    return _tokens(
-        service.verify_mfa_login(store, settings, challenge_token=body.challenge_token, code=body.code)
-    )
+    """Exchange an MFA challenge and a TOTP or backup code for tokens (throttled per address)."""
+    limit = Limit("mfa-address", settings.login_max_attempts_per_address, settings.login_window_seconds)
+    headers = throttle(hot, response, limit=limit, subject=address, code="LOGIN_THROTTLED")
+    with headers_on_errors(headers):
+        return _tokens(
+            service.verify_mfa_login(store, settings, challenge_token=body.challenge_token, code=body.code)
+        )
 
 
 @router.post("/refresh", response_model=Tokens)

@@ -13,7 +13,7 @@ from aisle.settings import Settings
 from api.auth import mfa, tokens
 from api.auth.passwords import hash_password, verify_password
 from api.errors import BadRequest, Conflict, TooManyRequests, Unauthorized
-from api.throttle import Limit
+from api.throttle import Limit, rate_limit_headers
 from jobs.mail import Outbox
 from warehouse.catalog import activity, organizations, refresh_tokens, users
 from warehouse.catalog.store import utcnow
@@ -95,30 +95,32 @@ def _login_limits(settings: Settings) -> tuple[Limit, Limit]:
     )
 
 
-def _refuse_if_throttled(hot: HotState, settings: Settings, *, email: str, address: str) -> None:
+def check_login_throttle(hot: HotState, settings: Settings, *, email: str, address: str) -> dict[str, str]:
+    """Count this attempt against its address and refuse it (429) while the account has too many
+    recent failures or the address too many attempts. Returns the address limit's rate-limit headers."""
     account_limit, address_limit = _login_limits(settings)
-    failures = hot.peek(f"rl:{account_limit.name}:{email}")
+    failures = hot.peek(f"rl:{account_limit.name}:{email.lower()}")
     if failures.count >= account_limit.limit:
         raise TooManyRequests(
             "Too many failed logins for this account; try again later",
             code="LOGIN_THROTTLED",
-            headers={"Retry-After": str(failures.reset_in)},
+            headers={**rate_limit_headers(account_limit, failures), "Retry-After": str(failures.reset_in)},
         )
     attempts = hot.hit(f"rl:{address_limit.name}:{address}", window_seconds=address_limit.window_seconds)
+    headers = rate_limit_headers(address_limit, attempts)
     if attempts.count > address_limit.limit:
         raise TooManyRequests(
             "Too many login attempts from this address; try again later",
             code="LOGIN_THROTTLED",
-            headers={"Retry-After": str(attempts.reset_in)},
+            headers={**headers, "Retry-After": str(attempts.reset_in)},
         )
+    return headers
 
 
-def login(
-    store: Engine, settings: Settings, hot: HotState, *, email: str, password: str, address: str
-) -> TokenPair | str:
-    """Tokens, or an MFA challenge token when the account has MFA on."""
+def login(store: Engine, settings: Settings, hot: HotState, *, email: str, password: str) -> TokenPair | str:
+    """Tokens, or an MFA challenge token when the account has MFA on. Failures count against the
+    account (see ``check_login_throttle``)."""
     email = email.lower()
-    _refuse_if_throttled(hot, settings, email=email, address=address)
     with store.connect() as conn:
         user = users.get_by_email(conn, email=email)
     if not verify_password(user["password_hash"] if user else None, password):

@@ -37,6 +37,14 @@ def host_matches(host: str | None, domain: str) -> bool:
     return host == domain or host.endswith("." + domain)
 
 
+def request_host(value: str) -> str | None:
+    """The host of an Origin or Referer value; None when it does not parse (e.g. `http://[x`)."""
+    try:
+        return urlparse(value).hostname
+    except ValueError:
+        return None
+
+
 def required_scope(method: str) -> str:
     return "mobile_read" if method.upper() in READ_METHODS else "mobile_write"
 
@@ -70,8 +78,7 @@ async def guard_public_site(
     referer = request.headers.get("referer")
     api_key_id = None
     if origin or referer:
-        host = urlparse(origin if origin else referer).hostname
-        if not host_matches(host, site["domain"]):
+        if not host_matches(request_host(origin or referer), site["domain"]):
             raise Forbidden("Origin validation failed", code="ORIGIN_VALIDATION_FAILED")
         channel = "web"
     else:

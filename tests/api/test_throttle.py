@@ -1,0 +1,255 @@
+"""Throttles over real HTTP, each run twice: hot state in process, and in a real redis-server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+
+from aisle.settings import Settings
+from api.app import create_app
+from tests.factories import PASSWORD, make_user, make_verified_site
+from tests.servers import LiveServer, free_port
+
+ORIGIN = {"Origin": "https://shop.example.com"}
+SIGNING_KEY = "test-signing-key-" + "x" * 32
+
+
+@pytest.fixture(params=["in-process", pytest.param("redis", marks=pytest.mark.redis)])
+def redis_url(request) -> str | None:
+    if request.param == "in-process":
+        return None
+    server = request.getfixturevalue("redis_server")
+    redis.Redis.from_url(server.url).flushdb()  # counters of earlier tests must not leak in
+    return server.url
+
+
+@pytest.fixture
+def limits() -> dict[str, int]:
+    """Settings overrides; tests parametrise this to shrink a limit."""
+    return {}
+
+
+@pytest.fixture
+def settings(tmp_path: Path, redis_url: str | None, limits: dict[str, int]) -> Settings:
+    return Settings(data_dir=tmp_path / "data", jwt_secret=SIGNING_KEY, redis_url=redis_url, **limits)
+
+
+def config(client: httpx.Client, site_key: str) -> httpx.Response:
+    return client.get(f"/public/sites/{site_key}/tracking-config", headers=ORIGIN)
+
+
+def login(client: httpx.Client, email: str, password: str) -> httpx.Response:
+    return client.post("/auth/login", json={"email": email, "password": password})
+
+
+def error_code(response: httpx.Response) -> str:
+    return response.json()["error"]["code"]
+
+
+@pytest.fixture
+def other_app_client(
+    tmp_path: Path, redis_url: str | None, limits: dict[str, int]
+) -> Iterator[tuple[httpx.Client, object]]:
+    """A second deployment: its own data dir and database, the same Redis URL (when there is one)."""
+    other_settings = Settings(
+        data_dir=tmp_path / "other-data", jwt_secret=SIGNING_KEY, redis_url=redis_url, **limits
+    )
+    other = create_app(other_settings)
+    with LiveServer(other) as live, httpx.Client(base_url=f"{live.url}/api/v1", timeout=30) as http:
+        yield http, other.state.store
+
+
+# --- public read throttle -----------------------------------------------------------------------------
+
+
+def test_public_read_sends_rate_limit_headers_counting_down(client, owner, store):
+    site = make_verified_site(owner, store)
+    seen = []
+    for _ in range(3):
+        response = config(client, site["siteKey"])
+        assert response.status_code == 200, response.text
+        assert "Retry-After" not in response.headers
+        seen.append((response.headers["X-RateLimit-Limit"], response.headers["X-RateLimit-Remaining"]))
+        assert 1 <= int(response.headers["X-RateLimit-Reset"]) <= 60
+    assert seen == [("300", "299"), ("300", "298"), ("300", "297")]
+
+
+@pytest.mark.parametrize("limits", [{"public_read_limit_per_minute": 3}])
+def test_public_read_over_the_limit_is_429_with_retry_after(client, owner, store):
+    site = make_verified_site(owner, store)
+    remaining = [config(client, site["siteKey"]).headers["X-RateLimit-Remaining"] for _ in range(3)]
+    assert remaining == ["2", "1", "0"]
+
+    response = config(client, site["siteKey"])
+    assert response.status_code == 429
+    error = response.json()["error"]
+    assert error["code"] == "RATE_LIMITED"
+    assert error["details"] == {"limit": 3, "windowSeconds": 60}
+    assert response.headers["X-RateLimit-Limit"] == "3"
+    assert response.headers["X-RateLimit-Remaining"] == "0"
+    retry_after = int(response.headers["Retry-After"])
+    assert 1 <= retry_after <= 60
+    assert int(response.headers["X-RateLimit-Reset"]) == retry_after
+    assert config(client, site["siteKey"]).status_code == 429  # stays refused inside the window
+
+    # The counter is per site: another site of the same caller is untouched.
+    other = make_verified_site(owner, store, name="Second", domain="second.example.com")
+    fresh = client.get(
+        f"/public/sites/{other['siteKey']}/tracking-config", headers={"Origin": "https://second.example.com"}
+    )
+    assert fresh.status_code == 200
+    assert fresh.headers["X-RateLimit-Remaining"] == "2"
+
+
+# --- login throttles -------------------------------------------------------------------------------------
+
+
+def test_failed_logins_lock_the_account_even_for_the_right_password(client, store, settings):
+    assert settings.login_max_failures_per_account == 5
+    user = make_user(store)
+    bystander = make_user(store)
+    for _ in range(5):
+        response = login(client, user["email"], "wrong password")
+        assert response.status_code == 401
+        assert error_code(response) == "INVALID_CREDENTIALS"
+
+    response = login(client, user["email"], PASSWORD)
+    assert response.status_code == 429
+    assert response.json()["error"] == {
+        "code": "LOGIN_THROTTLED",
+        "message": "Too many failed logins for this account; try again later",
+        "details": None,
+    }
+    assert 1 <= int(response.headers["Retry-After"]) <= 900
+    assert error_code(login(client, user["email"].upper(), PASSWORD)) == "LOGIN_THROTTLED"
+    assert login(client, bystander["email"], PASSWORD).status_code == 200
+
+
+def test_a_successful_login_forgets_earlier_failures(client, store):
+    user = make_user(store)
+    for _ in range(4):
+        assert login(client, user["email"], "wrong password").status_code == 401
+    assert login(client, user["email"], PASSWORD).status_code == 200
+    for _ in range(4):
+        assert login(client, user["email"], "wrong password").status_code == 401
+    assert login(client, user["email"], PASSWORD).status_code == 200
+
+
+@pytest.mark.parametrize("limits", [{"login_max_attempts_per_address": 3}])
+def test_login_attempts_per_address_are_limited(client, store):
+    first, second = make_user(store), make_user(store)
+    assert login(client, first["email"], PASSWORD).status_code == 200
+    assert login(client, second["email"], "wrong password").status_code == 401
+    assert login(client, "nobody@example.com", PASSWORD).status_code == 401
+
+    response = login(client, second["email"], PASSWORD)
+    assert response.status_code == 429
+    assert response.json()["error"]["code"] == "LOGIN_THROTTLED"
+    assert response.json()["error"]["message"] == "Too many login attempts from this address; try again later"
+    assert 1 <= int(response.headers["Retry-After"]) <= 900
+
+
+@pytest.mark.parametrize("redis_url", [None])  # the headers do not depend on the backend
+def test_login_429_carries_the_rate_limit_headers(client, store):
+    user = make_user(store)
+    for _ in range(5):
+        login(client, user["email"], "wrong password")
+    response = login(client, user["email"], PASSWORD)
+    assert response.status_code == 429
+    assert response.headers["X-RateLimit-Limit"] == "5"
+    assert response.headers["X-RateLimit-Remaining"] == "0"
+    assert response.headers["X-RateLimit-Reset"] == response.headers["Retry-After"]
+
+
+@pytest.mark.parametrize("redis_url", [None])
+def test_every_login_answer_carries_the_address_rate_limit_headers(client, store):
+    user = make_user(store)
+    failed = login(client, user["email"], "wrong password")
+    assert failed.status_code == 401
+    assert failed.headers["X-RateLimit-Limit"] == "30"
+    assert failed.headers["X-RateLimit-Remaining"] == "29"
+    ok = login(client, user["email"], PASSWORD)
+    assert ok.status_code == 200
+    assert ok.headers["X-RateLimit-Remaining"] == "28"
+
+
+# --- two deployments ---------------------------------------------------------------------------------------
+
+
+def test_two_app_instances_share_the_login_counter_only_through_redis(
+    client, store, other_app_client, redis_url
+):
+    other_client, other_store = other_app_client
+    email = "shared@example.com"
+    make_user(store, email=email)
+    make_user(other_store, email=email)  # the same account in each deployment's own database
+
+    for _ in range(3):
+        assert login(client, email, "wrong password").status_code == 401
+    for _ in range(2):
+        assert login(other_client, email, "wrong password").status_code == 401
+
+    response = login(other_client, email, PASSWORD)
+    if redis_url:
+        assert response.status_code == 429  # 3 + 2 failures counted together
+        assert error_code(response) == "LOGIN_THROTTLED"
+        assert error_code(login(client, email, PASSWORD)) == "LOGIN_THROTTLED"
+    else:
+        assert response.status_code == 200  # each process counted alone: 3 and 2, both under 5
+        assert login(client, email, PASSWORD).status_code == 200
+
+
+@pytest.mark.parametrize("limits", [{"public_read_limit_per_minute": 2}])
+def test_two_app_instances_on_redis_share_public_read_counters(
+    client, owner, store, other_app_client, redis_url
+):
+    """The counter is keyed by site id and address, so the same site served by two instances."""
+    from warehouse.catalog import sites
+
+    other_client, other_store = other_app_client
+    site = make_verified_site(owner, store)
+    # Mirror the site row into the second deployment's database: same id, same key.
+    with store.connect() as conn:
+        row = sites.get(conn, site_id=site["id"])
+    with other_store.begin() as conn:
+        from warehouse.catalog import organizations, tables
+
+        org = organizations.create(conn, name="Mirror")
+        conn.execute(tables.sites.insert().values(**{**row, "organization_id": org["id"]}))
+
+    assert config(client, site["siteKey"]).headers["X-RateLimit-Remaining"] == "1"
+    second = config(other_client, site["siteKey"])
+    assert second.status_code == 200
+    assert second.headers["X-RateLimit-Remaining"] == ("0" if redis_url else "1")
+    third = config(other_client, site["siteKey"])
+    assert third.status_code == (429 if redis_url else 200)
+
+
+# --- health ------------------------------------------------------------------------------------------------
+
+
+def test_health_reports_redis_only_when_configured(client, redis_url):
+    response = client.get("/health")
+    assert response.status_code == 200
+    checks = response.json()["checks"]
+    if redis_url:
+        assert checks["redis"] == {"ok": True}
+    else:
+        assert "redis" not in checks
+
+
+def test_health_is_503_when_redis_is_unreachable(tmp_path):
+    closed = f"redis://127.0.0.1:{free_port()}/0"
+    app = create_app(Settings(data_dir=tmp_path / "data", jwt_secret=SIGNING_KEY, redis_url=closed))
+    with LiveServer(app) as live:
+        response = httpx.get(f"{live.url}/api/v1/health", timeout=30)
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "degraded"
+    assert body["checks"]["redis"]["ok"] is False
+    assert "ConnectionError" in body["checks"]["redis"]["error"]
+    assert body["checks"]["configStore"]["ok"] is True

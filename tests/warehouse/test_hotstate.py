@@ -1,0 +1,186 @@
+"""One contract for the hot state, run against the in-process implementation and a real redis-server."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pytest
+import redis
+
+from tests.servers import free_port
+from warehouse.hotstate import HotState, InProcessHotState, RedisHotState, WindowCount, open_hot_state
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Backend:
+    hot: HotState
+    advance: Callable[[float], None]  # let this many seconds pass
+
+
+@pytest.fixture(params=["in-process", pytest.param("redis", marks=pytest.mark.redis)])
+def backend(request) -> Iterator[Backend]:
+    if request.param == "in-process":
+        clock = FakeClock()
+
+        def advance(seconds: float) -> None:
+            clock.now += seconds
+
+        yield Backend(InProcessHotState(clock=clock), advance)
+    else:
+        server = request.getfixturevalue("redis_server")
+        # A prefix of its own per test: nothing leaks between tests sharing the session's redis-server.
+        yield Backend(RedisHotState(server.url, prefix=f"test-{uuid.uuid4().hex}:"), time.sleep)
+
+
+def test_hits_count_up_within_a_window(backend):
+    hot = backend.hot
+    assert hot.hit("a", window_seconds=60).count == 1
+    assert hot.hit("a", window_seconds=60).count == 2
+    assert hot.hit("a", window_seconds=60, amount=5).count == 7
+    assert hot.hit("b", window_seconds=60).count == 1  # keys are independent
+
+
+def test_reset_in_counts_down_from_the_first_hit(backend):
+    first = backend.hot.hit("w", window_seconds=60)
+    assert first.reset_in in (59, 60)
+    # A later hit does not extend the window.
+    assert backend.hot.hit("w", window_seconds=600).reset_in in (59, 60)
+
+
+def test_the_window_resets_after_it_ends(backend):
+    hot = backend.hot
+    for _ in range(3):
+        hot.hit("r", window_seconds=1)
+    assert hot.peek("r").count == 3
+    backend.advance(1.2)
+    assert hot.peek("r") == WindowCount(0, 0)
+    after = hot.hit("r", window_seconds=1)
+    assert after == WindowCount(1, 1)
+
+
+def test_peek_reads_without_counting(backend):
+    hot = backend.hot
+    assert hot.peek("p") == WindowCount(0, 0)
+    hot.hit("p", window_seconds=60)
+    hot.hit("p", window_seconds=60)
+    assert hot.peek("p").count == 2
+    assert hot.peek("p").count == 2
+    assert hot.peek("p").reset_in in (59, 60)
+    assert hot.hit("p", window_seconds=60).count == 3
+    assert hot.peek("never-hit").count == 0
+
+
+def test_clear_forgets_a_counter(backend):
+    hot = backend.hot
+    for _ in range(4):
+        hot.hit("c", window_seconds=60)
+    hot.hit("other", window_seconds=60)
+    hot.clear("c")
+    assert hot.peek("c") == WindowCount(0, 0)
+    assert hot.hit("c", window_seconds=60).count == 1
+    assert hot.peek("other").count == 1  # only the named key
+    hot.clear("no-such-key")  # clearing nothing is fine
+
+
+def test_claim_is_set_if_absent(backend):
+    hot = backend.hot
+    assert hot.claim("order:1", ttl_seconds=60) is True
+    assert hot.claim("order:1", ttl_seconds=60) is False
+    assert hot.claim("order:1", ttl_seconds=60) is False
+    assert hot.claim("order:2", ttl_seconds=60) is True
+
+
+def test_a_claim_expires_after_its_ttl(backend):
+    hot = backend.hot
+    assert hot.claim("k", ttl_seconds=1) is True
+    assert hot.claim("k", ttl_seconds=1) is False
+    backend.advance(1.2)
+    assert hot.claim("k", ttl_seconds=1) is True
+    assert hot.claim("k", ttl_seconds=1) is False
+
+
+def test_clear_releases_a_claim(backend):
+    hot = backend.hot
+    assert hot.claim("k", ttl_seconds=60) is True
+    hot.clear("k")
+    assert hot.claim("k", ttl_seconds=60) is True
+
+
+def test_concurrent_hits_are_counted_exactly(backend):
+    hot = backend.hot
+    counts: list[int] = []
+    lock = threading.Lock()
+    start = threading.Barrier(8)
+
+    def worker() -> None:
+        start.wait()
+        mine = [hot.hit("busy", window_seconds=60).count for _ in range(50)]
+        with lock:
+            counts.extend(mine)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert hot.peek("busy").count == 400
+    # Every hit saw its own count: no two hits were merged or lost.
+    assert sorted(counts) == list(range(1, 401))
+
+
+def test_concurrent_claims_have_exactly_one_winner(backend):
+    hot = backend.hot
+    results: list[bool] = []
+    lock = threading.Lock()
+    start = threading.Barrier(8)
+
+    def worker() -> None:
+        start.wait()
+        won = hot.claim("race", ttl_seconds=60)
+        with lock:
+            results.append(won)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == [False] * 7 + [True]
+
+
+def test_ping_answers(backend):
+    assert backend.hot.ping() is None
+
+
+def test_open_hot_state_picks_redis_only_when_a_url_is_given():
+    assert isinstance(open_hot_state(None), InProcessHotState)
+    assert isinstance(open_hot_state("redis://127.0.0.1:1/0"), RedisHotState)
+
+
+def test_redis_ping_fails_when_nothing_listens():
+    hot = RedisHotState(f"redis://127.0.0.1:{free_port()}/0")
+    with pytest.raises(redis.ConnectionError):
+        hot.ping()
+
+
+@pytest.mark.redis
+def test_two_redis_clients_share_counters_and_claims(redis_server):
+    prefix = f"test-{uuid.uuid4().hex}:"
+    one = RedisHotState(redis_server.url, prefix=prefix)
+    two = RedisHotState(redis_server.url, prefix=prefix)
+    one.hit("shared", window_seconds=60)
+    assert two.hit("shared", window_seconds=60).count == 2
+    assert one.claim("once", ttl_seconds=60) is True
+    assert two.claim("once", ttl_seconds=60) is False
