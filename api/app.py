@@ -77,8 +77,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = metrics
 
     install_error_handlers(app)
+    # Routes are matched in order: the storefront's ingest routes, by far the busiest, come first.
     for router in (
-        health_router, auth_router, sites_router, admin_router, public_router, public_ingest_router, tracking_router,
+        public_ingest_router, public_router, health_router, auth_router, sites_router, admin_router, tracking_router,
     ):  # fmt: skip
         app.include_router(router, prefix=API_PREFIX)
     openapi_bodies.install(app)

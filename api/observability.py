@@ -7,13 +7,20 @@ import sys
 import time
 import uuid
 
+import orjson
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 def configure_logging(*, json: bool) -> None:
-    renderer = structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    if json:
+        # One orjson encoding and one write per line: request logs sit on the hot path.
+        renderer = structlog.processors.JSONRenderer(serializer=orjson.dumps)
+        factory = structlog.BytesLoggerFactory(file=_Stderr())
+    else:
+        renderer = structlog.dev.ConsoleRenderer(colors=False)
+        factory = structlog.PrintLoggerFactory(file=_Stderr())
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -22,7 +29,7 @@ def configure_logging(*, json: bool) -> None:
             structlog.processors.format_exc_info,
             renderer,
         ],
-        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),
+        logger_factory=factory,
         wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
         cache_logger_on_first_use=True,
     )
@@ -55,10 +62,18 @@ def route_template(scope: Scope) -> str:
 
 
 class _Stderr:
-    """Resolves sys.stderr at each write, so redirections made after start-up are honoured."""
+    """Resolves sys.stderr at each write, so redirections made after start-up are honoured; takes
+    text (console renderer) or bytes (JSON renderer)."""
 
-    def write(self, text: str) -> None:
-        sys.stderr.write(text)
+    def write(self, data: str | bytes) -> None:
+        if isinstance(data, bytes):
+            stream = getattr(sys.stderr, "buffer", None)
+            if stream is None:  # a text-only replacement (test capture)
+                sys.stderr.write(data.decode())
+                return
+            stream.write(data)
+        else:
+            sys.stderr.write(data)
 
     def flush(self) -> None:
         sys.stderr.flush()
