@@ -1,0 +1,230 @@
+"""Funnels: exact counts and times on tiny hand-built journeys, and a property test against a
+brute-force reference."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import date
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ingest.service import Ingest
+from queries.funnel import FunnelQuery, funnel, person_progress, summarise
+from tests.queries.helpers import SITE, journeys_for
+from warehouse.engine import Engine
+
+DAY = date(2024, 1, 10)
+
+
+@pytest.fixture
+def lake(tmp_path):
+    ingest = Ingest(data_dir=tmp_path / "data", flush_interval_seconds=3600)
+    engine = Engine(ingest.lake)
+    yield ingest, engine
+    engine.close()
+    ingest.stop()
+
+
+def run(engine, steps, **kwargs):
+    query = FunnelQuery(site_id=SITE, steps=tuple(steps), start_date=kwargs.pop("start", DAY),
+                        end_date=kwargs.pop("end", DAY), **kwargs)  # fmt: skip
+    report = funnel(engine, query).model_dump(by_alias=True)
+    return report
+
+
+def counts(report):
+    return [s["count"] for s in report["steps"]]
+
+
+def at(hour: int, minute: int = 0, second: int = 0, day: int = 10) -> str:
+    return f"2024-01-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}Z"
+
+
+def test_counts_rates_drop_off_and_times(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ann": [{"event": "page_view", "at": at(10)}, {"event": "add_to_cart", "at": at(10, 1)},
+                {"event": "checkout_begin", "at": at(10, 3)}],
+        "bob": [{"event": "page_view", "at": at(11)}, {"event": "add_to_cart", "at": at(11, 3)}],
+        "cat": [{"event": "page_view", "at": at(12)}],
+        "dan": [{"event": "add_to_cart", "at": at(12)}],  # never entered
+    })  # fmt: skip
+    report = run(engine, ["page_view", "add_to_cart", "checkout_begin"])
+    assert report == {
+        "steps": [
+            {"eventName": "page_view", "count": 3, "conversionRate": 1.0, "dropOff": 0,
+             "avgTimeToConvertSeconds": None, "medianTimeToConvertSeconds": None},
+            {"eventName": "add_to_cart", "count": 2, "conversionRate": 0.666667, "dropOff": 1,
+             "avgTimeToConvertSeconds": 120.0, "medianTimeToConvertSeconds": 120.0},
+            {"eventName": "checkout_begin", "count": 1, "conversionRate": 0.333333, "dropOff": 1,
+             "avgTimeToConvertSeconds": 120.0, "medianTimeToConvertSeconds": 120.0},
+        ],
+        "totalEntered": 3,
+        "overallConversionRate": 0.333333,
+    }  # fmt: skip
+
+
+def test_strict_order_refuses_other_events_between_steps(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ann": [{"event": "page_view", "at": at(10)}, {"event": "scroll", "at": at(10, 1)},
+                {"event": "add_to_cart", "at": at(10, 2)}],
+        "bob": [{"event": "page_view", "at": at(11)}, {"event": "add_to_cart", "at": at(11, 2)}],
+    })  # fmt: skip
+    assert counts(run(engine, ["page_view", "add_to_cart"], order="sequential")) == [2, 2]
+    assert counts(run(engine, ["page_view", "add_to_cart"], order="strict")) == [2, 1]
+
+
+def test_any_order_counts_steps_done_in_any_order_after_entry(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ann": [{"event": "page_view", "at": at(10)}, {"event": "checkout_begin", "at": at(10, 1)},
+                {"event": "add_to_cart", "at": at(10, 2)}],
+    })  # fmt: skip
+    steps = ["page_view", "add_to_cart", "checkout_begin"]
+    assert counts(run(engine, steps, order="sequential")) == [1, 1, 0]
+    assert counts(run(engine, steps, order="any")) == [1, 1, 1]
+
+
+def test_the_window_is_inclusive_at_its_limit(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ann": [{"event": "page_view", "at": at(10)}, {"event": "add_to_cart", "at": at(10, 1)}],
+        "bob": [{"event": "page_view", "at": at(11)}, {"event": "add_to_cart", "at": at(11, 1, 1)}],
+    })  # fmt: skip
+    assert counts(run(engine, ["page_view", "add_to_cart"], window_seconds=60)) == [2, 1]
+
+
+def test_every_step_one_event_is_a_possible_start(lake):
+    ingest, engine = lake
+    # The first page view is too early for the window; the second one converts.
+    journeys_for(ingest, {
+        "ann": [{"event": "page_view", "at": at(8)}, {"event": "page_view", "at": at(10)},
+                {"event": "add_to_cart", "at": at(10, 0, 30)}],
+    })  # fmt: skip
+    report = run(engine, ["page_view", "add_to_cart"], window_seconds=60)
+    assert counts(report) == [1, 1]
+    assert report["steps"][1]["avgTimeToConvertSeconds"] == 30.0
+
+
+def test_a_repeated_step_must_happen_again(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ann": [{"event": "product_view", "at": at(10)}, {"event": "product_view", "at": at(10, 1)}],
+        "bob": [{"event": "product_view", "at": at(11)}],
+    })  # fmt: skip
+    assert counts(run(engine, ["product_view", "product_view"])) == [2, 1]
+
+
+def test_entry_is_by_step_one_inside_the_date_range(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "early": [{"event": "page_view", "at": at(23, day=9)}, {"event": "add_to_cart", "at": at(1)}],
+        "late": [{"event": "page_view", "at": at(23, 59, 59)}, {"event": "add_to_cart", "at": at(0, 5, day=11)}],
+    })  # fmt: skip
+    assert counts(run(engine, ["page_view", "add_to_cart"])) == [1, 1]
+
+
+def test_identity_merge_counts_one_person_across_devices(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "phone": [{"event": "page_view", "at": at(10)}, {"event": "identify", "at": at(10, 5), "userId": "ada"}],
+        "laptop": [{"event": "add_to_cart", "at": at(10, 30), "userId": "ada"}],
+    })  # fmt: skip
+    assert counts(run(engine, ["page_view", "add_to_cart"])) == [1, 1]
+
+
+def test_an_order_is_a_purchase_once_even_with_a_purchase_event_for_it(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ann": [{"event": "add_to_cart", "at": at(10)}, {"order": "o-1", "at": at(10, 2)},
+                {"event": "purchase", "at": at(10, 2), "metadata": {"orderId": "o-1"}}],
+        "bob": [{"event": "add_to_cart", "at": at(11)}, {"order": "o-2", "at": at(11, 2)}],
+    })  # fmt: skip
+    assert counts(run(engine, ["add_to_cart", "purchase"])) == [2, 2]
+    assert counts(run(engine, ["add_to_cart", "purchase", "purchase"])) == [2, 2, 0]
+
+
+def test_days_follow_the_site_time_zone(lake):
+    ingest, engine = lake
+    # 23:30 UTC on the 9th is already the 10th in Berlin.
+    journeys_for(ingest, {"ann": [{"event": "page_view", "at": at(23, 30, day=9)}]})
+    assert counts(run(engine, ["page_view", "add_to_cart"], timezone="UTC")) == [0, 0]
+    assert counts(run(engine, ["page_view", "add_to_cart"], timezone="Europe/Berlin")) == [1, 0]
+
+
+def test_an_empty_range_answers_zeros(lake):
+    _, engine = lake
+    report = run(engine, ["page_view", "add_to_cart"])
+    assert report["totalEntered"] == 0
+    assert report["overallConversionRate"] == 0.0
+    assert counts(report) == [0, 0]
+
+
+# --- property: the production algorithm against a brute force over every index combination -------
+
+
+def reference_level(events, steps, window, order, entry):
+    """The largest k such that some k-step match exists: indexes i1 < … < ik (strict: consecutive;
+    any: steps 2..k matched as a multiset) with a step-1 event inside entry and all within the window."""
+    best = 0
+    n = len(events)
+    for k in range(1, len(steps) + 1):
+        found = False
+        for combo in itertools.combinations(range(n), k):
+            first = events[combo[0]]
+            if first[1] != steps[0] or not entry[0] <= first[0] < entry[1]:
+                continue
+            if any(events[i][0] - first[0] > window for i in combo):
+                continue
+            names = [events[i][1] for i in combo]
+            if order == "strict" and list(combo) != list(range(combo[0], combo[0] + k)):
+                continue
+            if order == "any":
+                ok = sorted(names[1:]) == sorted(steps[1:k]) or _multiset_prefix(names[1:], steps[1:], k - 1)
+            else:
+                ok = names == list(steps[:k])
+            if ok:
+                found = True
+                break
+        if found:
+            best = k
+        else:
+            break
+    return best
+
+
+def _multiset_prefix(names, rest, size):
+    """In any order, k-1 matched steps may be any k-1 of the remaining steps."""
+    from collections import Counter
+
+    return any(Counter(names) == Counter(choice) for choice in itertools.combinations(rest, size))
+
+
+events_strategy = st.lists(
+    st.tuples(st.integers(0, 20), st.sampled_from(["a", "b", "c"])), min_size=0, max_size=7
+).map(lambda evs: sorted(evs, key=lambda e: e[0]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    events=events_strategy,
+    steps=st.lists(st.sampled_from(["a", "b", "c"]), min_size=2, max_size=3).map(tuple),
+    window=st.integers(0, 10),
+    order=st.sampled_from(["sequential", "strict"]),
+)
+def test_person_progress_matches_the_brute_force(events, steps, window, order):
+    entry = (0, 15)
+    level = len(person_progress(events, steps, window_us=window, order=order, entry=entry))
+    assert level == reference_level(events, steps, window, order, entry)
+
+
+def test_summarise_counts_people_at_or_beyond_each_step():
+    second = 1_000_000
+    report = summarise([[0, 10 * second, 30 * second], [0, 20 * second], [5 * second], []], ("a", "b", "c"))
+    assert [s.count for s in report.steps] == [3, 2, 1]
+    assert report.steps[1].avg_time_to_convert_seconds == 15.0
+    assert report.steps[2].median_time_to_convert_seconds == 20.0
+    assert report.total_entered == 3
