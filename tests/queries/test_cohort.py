@@ -1,0 +1,120 @@
+"""Cohort retention on tiny hand-built journeys with exact numbers."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+import pytest
+
+from ingest.service import Ingest
+from queries.cohort import CohortQuery, cohort_report
+from tests.queries.helpers import SITE, journeys_for
+from warehouse.engine import Engine
+
+NOW = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def lake(tmp_path):
+    ingest = Ingest(data_dir=tmp_path / "data", flush_interval_seconds=3600)
+    engine = Engine(ingest.lake)
+    yield ingest, engine
+    engine.close()
+    ingest.stop()
+
+
+def weekly(engine, *, start="2024-01-01", end="2024-01-14", periods=3, now=NOW, **kwargs):
+    query = CohortQuery(site_id=SITE, cohort_type=kwargs.pop("cohort_type", "first_visit"), interval="week",
+                        start_date=date.fromisoformat(start), end_date=date.fromisoformat(end),
+                        period_count=periods, **kwargs)  # fmt: skip
+    return cohort_report(engine, query, now=now)
+
+
+def grid(report):
+    return {
+        row["cohort"]: [c["retainedUsers"] for c in row["periods"]] for row in report["retention"]["rows"]
+    }
+
+
+def visit(day: str, name: str = "page_view") -> dict:
+    return {"event": name, "at": f"{day}T10:00:00Z"}
+
+
+JOURNEYS = {
+    # Monday 2024-01-01 week: ann returns in weeks 1 and 3, bob in week 2 only.
+    "ann": [visit("2024-01-01"), visit("2024-01-09"), visit("2024-01-23")],
+    "bob": [visit("2024-01-03"), visit("2024-01-17")],
+    # Week of 2024-01-08: cat returns in week 1.
+    "cat": [visit("2024-01-10"), visit("2024-01-15")],
+    # First visit before the range: in no cohort.
+    "old": [visit("2023-12-20"), visit("2024-01-02")],
+}
+
+
+def test_weekly_retention_on_exact_periods(lake):
+    ingest, engine = lake
+    journeys_for(ingest, JOURNEYS)
+    report = weekly(engine)
+    assert grid(report) == {"2024-01-01": [2, 1, 1, 1], "2024-01-08": [1, 1, 0, 0]}
+    assert report["retention"]["columns"] == ["P0", "P1", "P2", "P3"]
+    assert report["summary"] == {
+        "totalUsers": 3, "cohortCount": 2, "activePeriodCount": 6,
+        "overallRetentionRate": 0.444444, "overallChurnRate": 0.555556,
+    }  # fmt: skip
+    assert report["diagnostics"] is None
+
+
+def test_on_or_after_counts_people_active_in_that_period_or_later(lake):
+    ingest, engine = lake
+    journeys_for(ingest, JOURNEYS)
+    assert grid(weekly(engine, retention_mode="on_or_after")) == {
+        # bob came back in week 2 only, so he counts in P1 and P2 as well.
+        "2024-01-01": [2, 2, 2, 1],
+        "2024-01-08": [1, 1, 0, 0],
+    }
+
+
+def test_periods_not_yet_started_are_empty_cells(lake):
+    ingest, engine = lake
+    journeys_for(ingest, JOURNEYS)
+    report = weekly(engine, now=datetime(2024, 1, 16, tzinfo=UTC))
+    assert grid(report) == {"2024-01-01": [2, 1, 1, None], "2024-01-08": [1, 1, None, None]}
+
+
+def test_return_event_limits_what_counts_as_coming_back(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ann": [visit("2024-01-01"), visit("2024-01-09", "search_query"), visit("2024-01-16", "scroll")],
+    })  # fmt: skip
+    assert grid(weekly(engine, return_event="scroll")) == {"2024-01-01": [1, 0, 1, 0]}
+
+
+def test_first_purchase_cohorts_count_orders_and_exclude_earlier_buyers(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ann": [visit("2023-12-01"), {"order": "o1", "at": "2024-01-02T10:00:00Z"}, visit("2024-01-10")],
+        "bob": [{"order": "o0", "at": "2023-12-28T10:00:00Z"}, {"order": "o2", "at": "2024-01-03T10:00:00Z"}],
+    })  # fmt: skip
+    assert grid(weekly(engine, cohort_type="first_purchase")) == {"2024-01-01": [1, 1, 0, 0]}
+
+
+def test_churn_series_per_calendar_period(lake):
+    ingest, engine = lake
+    journeys_for(ingest, JOURNEYS)
+    churn = weekly(engine)["churn"]
+    assert [
+        (c["period"], c["newUsers"], c["returningUsers"], c["churnedUsers"], c["churnRate"]) for c in churn
+    ] == [
+        ("2024-01-01", 2, 0, 0, 0.0),
+        ("2024-01-08", 1, 1, 1, 0.5),
+    ]
+    assert all(c["isActivePeriod"] for c in churn)
+
+
+def test_diagnostics_for_an_empty_range_and_for_a_missing_cohort_event(lake):
+    ingest, engine = lake
+    assert weekly(engine)["diagnostics"]["code"] == "NO_EVENTS_IN_RANGE"
+    journeys_for(ingest, {"ann": [visit("2024-01-02")]})
+    report = weekly(engine, cohort_type="signup")
+    assert report["diagnostics"]["code"] == "NO_COHORT_EVENTS_FOR_TYPE"
+    assert report["summary"]["totalUsers"] == 0
