@@ -32,6 +32,14 @@ class HotState(Protocol):
         """Set ``key`` for ``ttl_seconds`` unless it is already set; True when this call set it."""
         ...
 
+    def get_value(self, key: str) -> bytes | None: ...
+
+    def set_value(self, key: str, value: bytes, *, ttl_seconds: int) -> None: ...
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Drop every cached value whose key starts with ``prefix``; returns how many."""
+        ...
+
     def ping(self) -> None: ...
 
 
@@ -41,6 +49,7 @@ class InProcessHotState:
         self._lock = threading.Lock()
         self._counters: dict[str, tuple[int, float]] = {}
         self._claims: dict[str, float] = {}
+        self._values: dict[str, tuple[bytes, float]] = {}
 
     def _live(self, key: str, now: float) -> tuple[int, float] | None:
         entry = self._counters.get(key)
@@ -79,6 +88,25 @@ class InProcessHotState:
                 return False
             self._claims[key] = now + ttl_seconds
             return True
+
+    def get_value(self, key: str) -> bytes | None:
+        with self._lock:
+            entry = self._values.get(key)
+            if entry is None or entry[1] <= self._clock():
+                self._values.pop(key, None)
+                return None
+            return entry[0]
+
+    def set_value(self, key: str, value: bytes, *, ttl_seconds: int) -> None:
+        with self._lock:
+            self._values[key] = (value, self._clock() + ttl_seconds)
+
+    def delete_prefix(self, prefix: str) -> int:
+        with self._lock:
+            doomed = [k for k in self._values if k.startswith(prefix)]
+            for key in doomed:
+                del self._values[key]
+            return len(doomed)
 
     def ping(self) -> None:
         return None
@@ -120,8 +148,22 @@ class RedisHotState:
     def claim(self, key: str, *, ttl_seconds: int) -> bool:
         return bool(self._redis.set(self._prefix + key, b"1", nx=True, ex=ttl_seconds))
 
+    def get_value(self, key: str) -> bytes | None:
+        return self._redis.get(self._prefix + "v:" + key)
+
+    def set_value(self, key: str, value: bytes, *, ttl_seconds: int) -> None:
+        self._redis.set(self._prefix + "v:" + key, value, ex=ttl_seconds)
+
+    def delete_prefix(self, prefix: str) -> int:
+        doomed = list(self._redis.scan_iter(match=self._prefix + "v:" + _glob_escape(prefix) + "*", count=500))
+        return self._redis.delete(*doomed) if doomed else 0
+
     def ping(self) -> None:
         self._redis.ping()
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
 
 
 def open_hot_state(redis_url: str | None) -> HotState:

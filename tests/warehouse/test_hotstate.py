@@ -184,3 +184,29 @@ def test_two_redis_clients_share_counters_and_claims(redis_server):
     assert two.hit("shared", window_seconds=60).count == 2
     assert one.claim("once", ttl_seconds=60) is True
     assert two.claim("once", ttl_seconds=60) is False
+
+
+# --- cached values (the same contract on both backends) ------------------------------------------
+
+
+def test_cached_values_round_trip_expire_and_clear_by_prefix(redis_server):
+    import uuid
+
+    from warehouse.hotstate import InProcessHotState, RedisHotState
+
+    clock = [0.0]
+    backends = [
+        InProcessHotState(clock=lambda: clock[0]),
+        RedisHotState(redis_server.url, prefix=f"t{uuid.uuid4().hex}:"),
+    ]
+    for hot in backends:
+        assert hot.get_value("cohort:s1:a") is None
+        hot.set_value("cohort:s1:a", b"one", ttl_seconds=60)
+        hot.set_value("cohort:s1:b", b"two", ttl_seconds=60)
+        hot.set_value("cohort:s2:a", b"other site", ttl_seconds=60)
+        assert hot.get_value("cohort:s1:a") == b"one"
+        assert hot.delete_prefix("cohort:s1:") == 2
+        assert hot.get_value("cohort:s1:b") is None
+        assert hot.get_value("cohort:s2:a") == b"other site"
+    clock[0] = 61.0
+    assert backends[0].get_value("cohort:s2:a") is None

@@ -1,0 +1,113 @@
+"""The cohort routes over HTTP: required filters, cache meta, export, rebuild, removed routes."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from tests.factories import Session, make_user
+
+FILTERS = {"cohortType": "first_visit", "intervalType": "week", "startDate": "2024-01-01",
+           "endDate": "2024-01-14", "periodCount": 2}  # fmt: skip
+
+
+def site_with_journeys(app, owner: Session) -> dict:
+    site = owner.make_site(timezone="UTC")
+    events = [
+        {"name": "page_view", "visitorId": visitor, "sessionId": "s", "timestamp": f"{day}T10:00:00Z"}
+        for visitor, day in [
+            ("ann", "2024-01-01"),
+            ("ann", "2024-01-09"),
+            ("bob", "2024-01-03"),
+            ("cat", "2024-01-10"),
+        ]
+    ]
+    response = owner.post("/analytics/track/batch", json={"siteId": site["id"], "events": events})
+    assert response.json()["accepted"] == 4
+    app.state.ingest.flush()
+    return site
+
+
+def test_report_is_cached_per_filter_set(app, owner):
+    site = site_with_journeys(app, owner)
+    url = f"/analytics/cohort/{site['id']}"
+    first = owner.get(url, params=FILTERS)
+    assert first.status_code == 200, first.text
+    body = first.json()
+    assert body["meta"]["cacheStatus"] == "miss"
+    assert body["meta"]["filters"]["periodCount"] == 2
+    assert [r["cohort"] for r in body["retention"]["rows"]] == ["2024-01-01", "2024-01-08"]
+    assert [c["retainedUsers"] for c in body["retention"]["rows"][0]["periods"]] == [2, 1, 0]
+    assert set(body) == {"meta", "summary", "retention", "churn", "comparison", "diagnostics"}
+    second = owner.get(url, params=FILTERS).json()
+    assert second["meta"]["cacheStatus"] == "hit"
+    assert second["retention"] == body["retention"]
+    other = owner.get(url, params={**FILTERS, "periodCount": 3}).json()
+    assert other["meta"]["cacheStatus"] == "miss"
+
+
+def test_every_filter_is_required_and_period_count_is_bounded(owner):
+    site = owner.make_site()
+    url = f"/analytics/cohort/{site['id']}"
+    for missing in FILTERS:
+        params = {k: v for k, v in FILTERS.items() if k != missing}
+        response = owner.get(url, params=params)
+        assert response.status_code == 400, missing
+        assert response.json()["error"]["code"] == "VALIDATION_FAILED"
+    for count in (0, 25):
+        assert owner.get(url, params={**FILTERS, "periodCount": count}).status_code == 400
+    assert owner.get(url, params={**FILTERS, "cohortType": "first_login"}).status_code == 400
+    assert (
+        owner.get(url, params={**FILTERS, "returnEvent": "teleport"}).json()["error"]["code"]
+        == "UNKNOWN_EVENT_NAME"
+    )
+
+
+def test_export_csv_and_json_carry_the_report_numbers(app, owner):
+    site = site_with_journeys(app, owner)
+    url = f"/analytics/cohort/{site['id']}/export"
+    response = owner.get(url, params={**FILTERS, "format": "csv"})
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/csv")
+    rows = list(csv.reader(io.StringIO(response.text)))
+    assert rows == [
+        ["cohort", "size", "P0_users", "P1_users", "P2_users", "P0_rate", "P1_rate", "P2_rate"],
+        ["2024-01-01", "2", "2", "1", "0", "1.0", "0.5", "0.0"],
+        ["2024-01-08", "1", "1", "0", "0", "1.0", "0.0", "0.0"],
+    ]
+    assert "\r\n" in response.text
+    as_json = owner.get(url, params={**FILTERS, "format": "json"}).json()
+    assert [r["size"] for r in as_json] == [2, 1]
+    assert owner.get(url, params=FILTERS).status_code == 400  # format is required
+
+
+def test_rebuild_clears_the_sites_cache_and_warms_the_given_key(app, owner):
+    site = site_with_journeys(app, owner)
+    url = f"/analytics/cohort/{site['id']}"
+    owner.get(url, params=FILTERS)
+    owner.get(url, params={**FILTERS, "periodCount": 3})
+    rebuilt = owner.post(f"{url}/cache/rebuild", params=FILTERS)
+    assert rebuilt.status_code == 200
+    assert rebuilt.json()["cleared"] == 2
+    assert owner.get(url, params=FILTERS).json()["meta"]["cacheStatus"] == "hit"
+    assert owner.get(url, params={**FILTERS, "periodCount": 3}).json()["meta"]["cacheStatus"] == "miss"
+
+
+def test_removed_cohort_routes_answer_404(owner):
+    site = owner.make_site()
+    for method, path in [
+        ("GET", "comparison"),
+        ("GET", "churn"),
+        ("POST", "cache/refresh"),
+        ("POST", "cache/invalidate"),
+    ]:
+        response = owner.request(method, f"/analytics/cohort/{site['id']}/{path}", params=FILTERS)
+        assert response.status_code == 404, path
+
+
+def test_cohorts_need_analytics_view(client, store, owner, outsider):
+    site = owner.make_site()
+    url = f"/analytics/cohort/{site['id']}"
+    assert outsider.get(url, params=FILTERS).status_code == 403
+    viewer = Session(client, make_user(store, role="viewer", organization_id=owner.user["organization_id"]))
+    assert viewer.get(url, params=FILTERS).json()["error"]["code"] == "PERMISSION_DENIED"
