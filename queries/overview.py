@@ -1,0 +1,95 @@
+"""Overview numbers for one site or all sites of an organisation: counts, per-currency revenue,
+events by name, and a daily trend. Days are UTC calendar days of the lake's partitions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import Decimal
+from typing import Any
+
+from ingest.event_names import EVENT_FAMILIES
+from queries import library
+from warehouse.engine import Engine
+
+FAMILY_OF = {name: family for family, names in EVENT_FAMILIES.items() for name in names}
+
+
+@dataclass(frozen=True)
+class Scope:
+    site_ids: tuple[str, ...]
+    start_date: date
+    end_date: date
+
+    @classmethod
+    def last_days(cls, site_ids: list[str], days: int, *, today: date) -> Scope:
+        return cls(tuple(site_ids), today - timedelta(days=days - 1), today)
+
+    def params(self) -> dict[str, Any]:
+        return {"site_ids": list(self.site_ids), "start_date": self.start_date, "end_date": self.end_date}
+
+    def describe(self) -> dict[str, Any]:
+        return {"siteIds": list(self.site_ids), "startDate": self.start_date.isoformat(),
+                "endDate": self.end_date.isoformat()}  # fmt: skip
+
+
+def _rate(part: int, whole: int) -> float:
+    return round(part / whole, 6) if whole else 0.0
+
+
+def _money(value: Decimal | None) -> str:
+    return format((value or Decimal(0)).normalize(), "f") if value else "0"
+
+
+def revenue_by_currency(engine: Engine, scope: Scope) -> list[dict[str, Any]]:
+    """One row per currency: revenue (sales, refunds excluded), orders, average order value, refunded."""
+    table = library.run(engine, "revenue_by_currency", scope.params()).to_pylist()
+    return [
+        {
+            "currency": row["currency"],
+            "revenue": _money(row["revenue"]),
+            "orders": row["orders"],
+            "avgOrderValue": _money(row["revenue"] / row["orders"]) if row["orders"] else "0",
+            "refunded": _money(row["refunded"]),
+        }
+        for row in table
+    ]
+
+
+def event_breakdown(engine: Engine, scope: Scope) -> list[dict[str, Any]]:
+    rows = library.run(engine, "event_breakdown", scope.params()).to_pylist()
+    return [{"name": r["name"], "family": FAMILY_OF.get(r["name"]), "count": r["events"], "people": r["people"]}
+            for r in rows]  # fmt: skip
+
+
+def overview(engine: Engine, scope: Scope) -> dict[str, Any]:
+    """Counts of events, people (across devices), sessions, page views and orders; the share of people
+    who bought; revenue per currency with a `mixedCurrency` flag, never one total across currencies."""
+    totals = library.run(engine, "overview_totals", scope.params()).to_pylist()[0]
+    revenue = revenue_by_currency(engine, scope)
+    return {
+        "scope": scope.describe(),
+        "totals": {
+            "events": totals["events"],
+            "people": totals["people"],
+            "sessions": totals["sessions"],
+            "pageViews": totals["page_views"],
+            "orders": totals["orders"],
+        },  # fmt: skip
+        "purchaseConversionRate": _rate(totals["buyers"], totals["people"]),
+        "revenueByCurrency": revenue,
+        "mixedCurrency": len(revenue) > 1,
+        "topEvents": event_breakdown(engine, scope)[:10],
+    }
+
+
+def daily_activity(engine: Engine, scope: Scope) -> list[dict[str, Any]]:
+    """Every day of the range, zeros included."""
+    rows = {r["date"]: r for r in library.run(engine, "daily_activity", scope.params()).to_pylist()}
+    days = (scope.end_date - scope.start_date).days + 1
+    out = []
+    for offset in range(days):
+        day = scope.start_date + timedelta(days=offset)
+        row = rows.get(day, {"events": 0, "people": 0})
+        out.append({"date": day.isoformat(), "events": row["events"], "people": row["people"]})
+    return out

@@ -1,0 +1,6 @@
+-- Events by name: how many, and how many distinct people did them.
+SELECT name, count(*) AS events, count(DISTINCT person_id) AS people
+FROM events_people
+WHERE list_contains($site_ids, site_id) AND date BETWEEN $start_date AND $end_date
+GROUP BY name
+ORDER BY events DESC, name

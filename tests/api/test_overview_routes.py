@@ -1,0 +1,109 @@
+"""Overview, dashboard summary, events breakdown and activity logs over HTTP."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from tests.factories import Session, make_user
+
+
+def iso(delta: timedelta) -> str:
+    return (datetime.now(UTC) - delta).isoformat()
+
+
+def load(app, owner: Session, site: dict, *, ago: timedelta = timedelta(hours=1), batch: str = "") -> None:
+    events = [
+        {"name": "page_view", "visitorId": "phone", "sessionId": "s1", "timestamp": iso(ago)},
+        {"name": "identify", "visitorId": "phone", "sessionId": "s1", "userId": "ada", "timestamp": iso(ago)},
+        {
+            "name": "page_view",
+            "visitorId": "laptop",
+            "sessionId": "s2",
+            "userId": "ada",
+            "timestamp": iso(ago),
+        },
+        {"name": "page_view", "visitorId": "guest", "sessionId": "s3", "timestamp": iso(ago)},
+    ]
+    assert (
+        owner.post("/analytics/track/batch", json={"siteId": site["id"], "events": events}).json()["accepted"]
+        == 4
+    )
+    for order_id, currency, total in [("o1", "EUR", "10.50"), ("o2", "EUR", "4.50"), ("o3", "JPY", "1200")]:
+        order = {"siteId": site["id"], "orderId": order_id + batch, "visitorId": "phone", "sessionId": "s1",
+                 "currency": currency, "total": total, "timestamp": iso(ago),
+                 "items": [{"productItemCode": "P", "quantity": 1, "price": total}]}  # fmt: skip
+        assert owner.post("/analytics/track/order", json=order).status_code == 201
+    app.state.ingest.flush()
+
+
+def test_overview_counts_people_across_devices_and_keeps_currencies_apart(app, owner):
+    site = owner.make_site()
+    load(app, owner, site)
+    body = owner.get("/analytics/overview", params={"days": 7, "siteId": site["id"]}).json()
+    assert body["totals"] == {"events": 4, "people": 2, "sessions": 3, "pageViews": 3, "orders": 3}
+    assert body["purchaseConversionRate"] == 0.5
+    assert body["revenueByCurrency"] == [
+        {"currency": "EUR", "revenue": "15", "orders": 2, "avgOrderValue": "7.5", "refunded": "0"},
+        {"currency": "JPY", "revenue": "1200", "orders": 1, "avgOrderValue": "1200", "refunded": "0"},
+    ]
+    assert body["mixedCurrency"] is True
+    assert body["topEvents"][0] == {"name": "page_view", "family": "page", "count": 3, "people": 2}
+
+
+def test_organisation_scope_covers_every_site_and_only_its_own(app, owner, outsider):
+    first, second = owner.make_site(name="A"), owner.make_site(name="B", domain="b.example.com")
+    load(app, owner, first)
+    load(app, owner, second)
+    other = outsider.make_site()
+    load(app, outsider, other)
+    body = owner.get("/analytics/overview", params={"days": 7}).json()
+    assert sorted(body["scope"]["siteIds"]) == sorted([first["id"], second["id"]])
+    assert body["totals"]["events"] == 8
+    assert owner.get("/analytics/overview", params={"siteId": other["id"]}).status_code == 403
+
+
+def test_dashboard_summary_compares_with_the_period_before(app, owner):
+    site = owner.make_site()
+    load(app, owner, site)
+    load(app, owner, site, ago=timedelta(days=10), batch="-earlier")
+    load(app, owner, site, ago=timedelta(days=12), batch="-earliest")
+    body = owner.get("/analytics/dashboard-summary", params={"days": 7, "siteId": site["id"]}).json()
+    assert body["current"]["events"] == 4
+    assert body["previous"]["events"] == 8
+    assert body["change"]["events"] == -0.5
+    assert body["previousRevenueByCurrency"][0] == {
+        "currency": "EUR",
+        "revenue": "30",
+        "orders": 4,
+        "avgOrderValue": "7.5",
+        "refunded": "0",
+    }
+    assert len(body["trend"]) == 7
+    assert sum(day["events"] for day in body["trend"]) == 4
+
+
+def test_events_breakdown_by_name(app, owner):
+    site = owner.make_site()
+    load(app, owner, site)
+    body = owner.get("/analytics/events/breakdown", params={"days": 1, "siteId": site["id"]}).json()
+    assert body["events"] == [
+        {"name": "page_view", "family": "page", "count": 3, "people": 2},
+        {"name": "identify", "family": "identity", "count": 1, "people": 1},
+    ]
+
+
+def test_activity_logs_list_configuration_changes(owner):
+    site = owner.make_site()
+    owner.put(f"/sites/{site['id']}", json={"name": "Renamed"})
+    logs = owner.get("/analytics/activity-logs", params={"siteId": site["id"]}).json()["logs"]
+    assert [log["action"] for log in logs] == ["site.updated", "site.created"]
+    assert owner.get("/analytics/activity-logs", params={"limit": 0}).status_code == 400
+
+
+def test_overview_routes_need_analytics_view(client, store, owner):
+    viewer = Session(client, make_user(store, role="viewer", organization_id=owner.user["organization_id"]))
+    for path in ("/analytics/overview", "/analytics/dashboard-summary", "/analytics/events/breakdown",
+                 "/analytics/activity-logs"):  # fmt: skip
+        assert viewer.get(path).status_code == 403
+        assert client.get(path).status_code == 401
+    assert owner.get("/analytics/overview", params={"days": 0}).status_code == 400
