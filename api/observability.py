@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import time
@@ -66,17 +67,22 @@ class _Stderr:
     text (console renderer) or bytes (JSON renderer)."""
 
     def write(self, data: str | bytes) -> None:
-        if isinstance(data, bytes):
-            stream = getattr(sys.stderr, "buffer", None)
-            if stream is None:  # a text-only replacement (test capture)
-                sys.stderr.write(data.decode())
-                return
-            stream.write(data)
-        else:
-            sys.stderr.write(data)
+        # A log line must never fail the request it describes (a closed or swapped stream included).
+        try:
+            if isinstance(data, bytes):
+                stream = getattr(sys.stderr, "buffer", None)
+                if stream is None:  # a text-only replacement (test capture)
+                    sys.stderr.write(data.decode())
+                    return
+                stream.write(data)
+            else:
+                sys.stderr.write(data)
+        except (OSError, ValueError):
+            pass
 
     def flush(self) -> None:
-        sys.stderr.flush()
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
 
 
 class RequestObserver:

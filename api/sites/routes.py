@@ -27,6 +27,7 @@ from api.sites.schemas import (
     ApiKeyWithSecret,
     SiteCreate,
     SiteOut,
+    SiteStats,
     SiteUpdate,
     VerifyResult,
 )
@@ -76,8 +77,8 @@ def delete_site(site: WritableSite, store: StoreDep, principal: CurrentUser) -> 
     return Ok()
 
 
-@router.get("/sites/{id}/stats")
-def site_stats(site: ReadableSite, store: StoreDep) -> dict[str, Any]:
+@router.get("/sites/{id}/stats", response_model=SiteStats)
+def site_stats(site: ReadableSite, store: StoreDep) -> SiteStats:
     return service.stats(store, site=site)
 
 

@@ -101,6 +101,26 @@ class SiteOut(CamelModel):
     updated_at: datetime
 
 
+class ApiKeyCounts(CamelModel):
+    active: int
+    revoked: int
+
+
+class TrackingSummary(CamelModel):
+    data_layer_enabled: bool
+    modules_enabled: list[str]
+
+
+class SiteStats(CamelModel):
+    site_id: str
+    is_verified: bool
+    currency: str
+    timezone: str
+    api_keys: ApiKeyCounts
+    tracking: TrackingSummary
+    created_at: datetime
+
+
 class VerifyResult(CamelModel):
     verified: bool
     method: Literal["dns", "http"] | None

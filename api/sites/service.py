@@ -9,7 +9,16 @@ from sqlalchemy import Engine
 from aisle.settings import Settings
 from api.errors import NotFound
 from api.sites import verification
-from api.sites.schemas import AdminSiteUpdate, SiteCreate, SiteOut, SiteUpdate, Verification
+from api.sites.schemas import (
+    AdminSiteUpdate,
+    ApiKeyCounts,
+    SiteCreate,
+    SiteOut,
+    SiteStats,
+    SiteUpdate,
+    TrackingSummary,
+    Verification,
+)
 from api.sites.tracking_config import TrackerConfig, apply_update, default_tracking_config
 from warehouse.catalog import activity, api_keys, sites
 from warehouse.catalog.store import utcnow
@@ -126,27 +135,28 @@ def verify_domain(store: Engine, settings: Settings, *, site: dict[str, Any]) ->
     return site, checks
 
 
-def stats(store: Engine, *, site: dict[str, Any]) -> dict[str, Any]:
+def stats(store: Engine, *, site: dict[str, Any]) -> SiteStats:
     with store.connect() as conn:
         keys = api_keys.list_for_site(conn, site_id=site["id"])
     config = tracking_config(site)
-    return {
-        "siteId": site["id"],
-        "isVerified": bool(site["is_verified"]),
-        "currency": site["currency"],
-        "timezone": site["timezone"],
-        "apiKeys": {
-            "active": sum(1 for k in keys if k["revoked_at"] is None),
-            "revoked": sum(1 for k in keys if k["revoked_at"] is not None),
-        },
-        "tracking": {
-            "dataLayerEnabled": config.data_layer_config.enabled,
-            "modulesEnabled": sorted(
+    return SiteStats(
+        site_id=site["id"],
+        is_verified=bool(site["is_verified"]),
+        currency=site["currency"],
+        timezone=site["timezone"],
+        api_keys=ApiKeyCounts(
+            active=sum(1 for k in keys if k["revoked_at"] is None),
+            revoked=sum(1 for k in keys if k["revoked_at"] is not None),
+        ),
+        tracking=TrackingSummary(
+            data_layer_enabled=config.data_layer_config.enabled,
+            modules_enabled=sorted(
                 name for name, module in config.data_layer_config.tracking_modules if module.enabled
             ),
-        },
-        "createdAt": site["created_at"],
-    }
+        ),
+        # Through the model, so the timestamp is written like every other one (`...Z`).
+        created_at=site["created_at"],
+    )
 
 
 def feeds_summary(store: Engine, *, organization_id: str) -> dict[str, Any]:

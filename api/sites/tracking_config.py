@@ -117,10 +117,28 @@ def _deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 _REPLACED_WHOLE = {"pageTypePatterns", "reverseEventMapping", "defaultConsent"}
 
 
+# Other spellings of `granularEnabled` that CookieConsent accepts (the read name among them).
+_GRANULAR_SPELLINGS = ("granular", "granular_enabled")
+
+
+def _granular_under_write_name(patch: dict[str, Any]) -> dict[str, Any]:
+    """The patch with the consent flag spelled `granularEnabled`, so a body sending `granular` (as a
+    GET answer does) merges onto the stored flag instead of colliding with it."""
+    layer = patch.get("dataLayerConfig")
+    consent = layer.get("cookieConsent") if isinstance(layer, dict) else None
+    if not isinstance(consent, dict) or not any(s in consent for s in _GRANULAR_SPELLINGS):
+        return patch
+    consent = dict(consent)
+    for spelling in _GRANULAR_SPELLINGS:
+        if spelling in consent:
+            consent.setdefault("granularEnabled", consent.pop(spelling))
+    return {**patch, "dataLayerConfig": {**layer, "cookieConsent": consent}}
+
+
 def apply_update(stored: dict[str, Any], patch: dict[str, Any]) -> TrackerConfig:
     """Merge a partial update into the stored config and validate the result as a whole."""
     # A stored `granular` reads back under the write name so the merge does not keep both spellings.
     current = TrackerConfig.model_validate(stored).model_dump(by_alias=True)
     consent = current["dataLayerConfig"]["cookieConsent"]
     consent["granularEnabled"] = consent.pop("granular")
-    return TrackerConfig.model_validate(_deep_merge(current, patch))
+    return TrackerConfig.model_validate(_deep_merge(current, _granular_under_write_name(patch)))

@@ -40,18 +40,21 @@ def _resolver(settings: Settings) -> dns.resolver.Resolver:
 def check_dns(settings: Settings, *, domain: str, token: str) -> dict[str, Any]:
     wanted = expected_value(token)
     resolver = _resolver(settings)
+    # Say why each name failed: a record with a stale token on the first name matters more than
+    # the domain itself having no TXT records at all.
+    misses = []
     for name in (dns_record_name(domain), domain):
         try:
             answer = resolver.resolve(name, "TXT")
         except (dns.exception.DNSException, OSError) as exc:
-            last_error = f"{name}: {type(exc).__name__}"
+            misses.append(f"{name}: {type(exc).__name__}")
             continue
         for record in answer:
             text = b"".join(record.strings).decode(errors="replace").strip()
             if text == wanted:
                 return {"method": "dns", "ok": True, "detail": f"TXT record found on {name}"}
-        last_error = f"{name}: no TXT record '{wanted}'"
-    return {"method": "dns", "ok": False, "detail": last_error}
+        misses.append(f"{name}: no TXT record '{wanted}'")
+    return {"method": "dns", "ok": False, "detail": "; ".join(misses)}
 
 
 def _is_public_host(domain: str) -> bool:
