@@ -1,0 +1,91 @@
+"""Site-level event analytics routes under /analytics/sites/:siteId."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+
+from api.analytics.funnels import AnalyticsSite, date_range
+from api.errors import BadRequest
+from ingest.event_names import CANONICAL_EVENT_NAMES
+from queries.overview import Scope, event_breakdown, overview
+from queries.site_events import Bucket, events_page, site_metrics, timeseries
+
+router = APIRouter(prefix="/analytics/sites/{siteId}", tags=["analytics"])
+
+Days = Annotated[int, Query(ge=1, le=365, description="The last N UTC days, today included.")]
+Limit = Annotated[int, Query(ge=1, le=500)]
+Offset = Annotated[int, Query(ge=0)]
+DATA_LAYER_SOURCE = "dataLayer"
+
+
+def _scope(site: dict[str, Any], days: int) -> Scope:
+    return Scope.last_days([site["id"]], days, today=datetime.now(UTC).date())
+
+
+def _event_name(name: str | None) -> str | None:
+    if name is not None and name not in CANONICAL_EVENT_NAMES:
+        raise BadRequest(f"'{name}' is not a canonical event name", code="UNKNOWN_EVENT_NAME")
+    return name
+
+
+@router.get("")
+def site_analytics(request: Request, site: AnalyticsSite, days: Days = 30) -> dict[str, Any]:
+    """The overview of one site: counts, people across devices, revenue per currency, top events."""
+    return overview(request.app.state.engine, _scope(site, days))
+
+
+@router.get("/metrics")
+def metrics(request: Request, site: AnalyticsSite, days: Days = 30) -> dict[str, Any]:
+    """Key metrics: the overview counts, bounce rate (share of sessions with a single event), average
+    session duration and events per session, purchase conversion and revenue per currency."""
+    return site_metrics(request.app.state.engine, site["id"], _scope(site, days))
+
+
+@router.get("/events")
+def events(
+    request: Request, site: AnalyticsSite, days: Days = 30, limit: Limit = 50, offset: Offset = 0,
+    name: Annotated[str | None, Query(description="Only events of this canonical name.")] = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The site's events, newest first, paged (`total` counts every match)."""
+    return events_page(request.app.state.engine, site["id"], _scope(site, days), limit=limit, offset=offset,
+                       name=_event_name(name))  # fmt: skip
+
+
+@router.get("/events/types")
+def event_types(request: Request, site: AnalyticsSite, days: Days = 30) -> dict[str, Any]:
+    """Every event name seen, with its family, count and distinct people."""
+    return {"eventTypes": event_breakdown(request.app.state.engine, _scope(site, days))}
+
+
+@router.get("/events/timeseries")
+def events_timeseries(
+    request: Request,
+    site: AnalyticsSite,
+    start_date: Annotated[date | None, Query(alias="startDate")] = None,
+    end_date: Annotated[date | None, Query(alias="endDate")] = None,
+    interval: Annotated[
+        Bucket, Query(description="hour, day or week (Monday), in the site's time zone.")
+    ] = "day",
+    name: Annotated[str | None, Query(description="Only events of this canonical name.")] = None,
+) -> dict[str, Any]:
+    """Events and people per bucket, every bucket of the range included (zeros too). Dates are
+    inclusive, in the site's time zone; the last 30 days by default."""
+    start, end = date_range(site, start_date, end_date)
+    if interval == "hour" and (end - start).days > 31:
+        raise BadRequest("Hourly series cover at most 31 days", code="RANGE_TOO_LONG_FOR_INTERVAL")
+    series = timeseries(request.app.state.engine, site["id"], start=start, end=end, timezone=site["timezone"],
+                        interval=interval, name=_event_name(name))  # fmt: skip
+    return {"interval": interval, "timezone": site["timezone"], "series": series}
+
+
+@router.get("/datalayer/events")
+def datalayer_events(
+    request: Request, site: AnalyticsSite, days: Days = 30, limit: Limit = 50, offset: Offset = 0
+) -> dict[str, Any]:
+    """Events captured from the storefront's data layer: those whose `metadata.source` is `dataLayer`
+    (the web library marks events it maps from `externalDataLayerName`)."""
+    return events_page(request.app.state.engine, site["id"], _scope(site, days), limit=limit, offset=offset,
+                       source=DATA_LAYER_SOURCE)  # fmt: skip

@@ -1,0 +1,9 @@
+-- Events and people per time bucket in the site's time zone.
+SELECT date_trunc($interval, timezone($timezone, ts)) AS bucket, count(*) AS events,
+    count(DISTINCT person_id) AS people
+FROM events_people
+WHERE site_id = $site_id AND date BETWEEN $start_date AND $end_date
+  AND ts >= $range_start AND ts < $range_end
+  AND ($name IS NULL OR name = $name)
+GROUP BY bucket
+ORDER BY bucket
