@@ -174,13 +174,19 @@ class IdentifyOut(CamelModel):
     merged: bool
 
 
-@public.post("/identify", response_model=IdentifyOut)
+@public.post(
+    "/identify",
+    response_model=IdentifyOut,
+    openapi_extra=documented_body(IdentifyIn, "The visitor and the user id it belongs to."),
+)
 async def identify(
-    request: Request, body: IdentifyIn, caller: PublicSite, hot: HotStateDep, settings: SettingsDep,
-    store: StoreDep, response: Response,
+    request: Request, caller: PublicSite, hot: HotStateDep, settings: SettingsDep, store: StoreDep,
+    response: Response,
 ) -> IdentifyOut:  # fmt: skip
     """Link the visitor to a user id. `merged` is true when this link is new, so the visitor's anonymous
     history now counts for that user. Also stored as an `identify` event."""
+    # Read like the other ingestion bodies: the same size limit, content types (sendBeacon) and codes.
+    body = IdentifyIn.model_validate(await read_json(request))
     throttle(hot, response, limit=Limit("events-visitor", settings.visitor_batches_per_minute, 60),
              subject=f"{caller.site['id']}:{body.visitor_id}")  # fmt: skip
     event = {"name": "identify", "visitorId": body.visitor_id, "userId": body.user_id, "sessionId": body.session_id,

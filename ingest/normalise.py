@@ -66,7 +66,12 @@ def event_time(raw: datetime | None, ctx: Context) -> datetime:
         return ctx.received_at
     moment = _aware(raw)
     if ctx.sent_at is not None:
-        moment += ctx.received_at - _aware(ctx.sent_at)
+        try:
+            moment += ctx.received_at - _aware(ctx.sent_at)
+        except OverflowError:
+            raise Rejected(
+                "TIMESTAMP_INVALID", "timestamp is out of range after clock-skew correction"
+            ) from None
     earliest = EARLIEST if ctx.historical else ctx.received_at - PUBLIC_MAX_AGE
     if moment > ctx.received_at + MAX_FUTURE:
         raise Rejected("TIMESTAMP_IN_FUTURE", "timestamp is in the future (after clock-skew correction)")
@@ -85,9 +90,11 @@ def money(value: Decimal | None, field: str) -> str | None:
         return None
     if not value.is_finite() or abs(value) >= MONEY_LIMIT:
         raise Rejected("AMOUNT_INVALID", f"{field} must be a finite amount below 10^17")
-    if value != value.quantize(Decimal(1).scaleb(-MONEY_SCALE)):
+    exact = value.quantize(Decimal(1).scaleb(-MONEY_SCALE))
+    if value != exact:
         raise Rejected("AMOUNT_TOO_PRECISE", f"{field} has more than {MONEY_SCALE} decimal places")
-    return format(value, "f")
+    # At the lake's scale: trailing zeros beyond it ("1.000...0") would not fit decimal128(24, 6).
+    return format(exact, "f")
 
 
 def _currency(code: str | None, *fallbacks: str | None) -> str:
@@ -133,17 +140,28 @@ def _event_error(error: dict[str, Any]) -> Rejected:
     return Rejected("INVALID_EVENT", reason)
 
 
+def _json_size(value: Any) -> int | None:
+    """Bytes of ``value`` as JSON; None when it nests deeper than orjson writes (the log could not hold it)."""
+    try:
+        return len(orjson.dumps(value))
+    except orjson.JSONEncodeError:
+        return None
+
+
 def event_rows(raws: list[Any], ctx: Context) -> tuple[list[dict[str, Any]], list[tuple[int, Rejected]]]:
     """Validate a batch in one pass (the common all-valid case costs one call into pydantic-core);
     returns the rows of the good events and the rejections by index."""
     bad: dict[int, Rejected] = {}
-    check_sizes = len(orjson.dumps(raws)) > MAX_EVENT_BYTES
+    batch_size = _json_size(raws)
+    check_sizes = batch_size is None or batch_size > MAX_EVENT_BYTES
     for index, raw in enumerate(raws):
         if not isinstance(raw, dict):
             bad[index] = Rejected("EVENT_NOT_OBJECT", "each event must be a JSON object")
-        elif raw.get("name") not in CANONICAL_EVENT_NAMES:
+        elif not isinstance(raw.get("name"), str) or raw["name"] not in CANONICAL_EVENT_NAMES:
             bad[index] = Rejected("UNKNOWN_EVENT_NAME", f"'{raw.get('name')}' is not a canonical event name")
-        elif check_sizes and len(orjson.dumps(raw)) > MAX_EVENT_BYTES:
+        elif check_sizes and (size := _json_size(raw)) is None:
+            bad[index] = Rejected("INVALID_EVENT", "event nests JSON too deeply")
+        elif check_sizes and size > MAX_EVENT_BYTES:
             bad[index] = Rejected("EVENT_TOO_LARGE", f"event is larger than {MAX_EVENT_BYTES} bytes as JSON")
     candidates = [i for i in range(len(raws)) if i not in bad]
     try:
@@ -190,6 +208,8 @@ class _BatchContext:
         if name in PRODUCT_EVENTS and not product_code:
             raise Rejected("MISSING_PRODUCT_CODE", f"'{name}' needs metadata.productItemCode")
         category_path = metadata.get("categoryPath")
+        if category_path is not None and not isinstance(category_path, str):
+            raise Rejected("INVALID_EVENT", "metadata.categoryPath must be a string such as 'Home > Kitchen'")
         if name in CATEGORY_EVENTS:
             category_path = str(category_path or event.entity_id or UNKNOWN_CATEGORY)
         elif not isinstance(category_path, str):

@@ -6,7 +6,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 # Documented limits (also in the OpenAPI descriptions).
@@ -22,7 +22,8 @@ Id = Field(default=None, max_length=MAX_ID_LENGTH)
 
 
 class _Wire(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, str_strip_whitespace=True)
+    # Values are kept exactly as sent (no whitespace stripping): free metadata must not be rewritten.
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
 class Consent(_Wire):
@@ -59,7 +60,8 @@ class EventIn(_Wire):
 
 
 class EventBatchIn(_Wire):
-    events: list[dict[str, Any]] = Field(
+    # Items stay raw (not dict-typed) so that a non-object event is reported by index, not fatal to the batch.
+    events: list[Any] = Field(
         max_length=MAX_BATCH_EVENTS,
         description=f"Up to {MAX_BATCH_EVENTS} events, each up to {MAX_EVENT_BYTES // 1024} KiB as JSON. "
         "Valid events are kept; invalid ones are reported by index.",
@@ -100,12 +102,12 @@ class OrderItemIn(_Wire):
     name: str | None = Field(default=None, max_length=500)
     category_path: str | None = Field(default=None, max_length=500)
 
-    @field_validator("product_id")
-    @classmethod
-    def _needs_a_product(cls, value: str | None, info) -> str | None:
-        if value is None and not info.data.get("product_item_code"):
+    @model_validator(mode="after")
+    def _needs_a_product(self) -> OrderItemIn:
+        # A model validator: a field validator would not run when productId is absent (its default).
+        if self.product_id is None and not self.product_item_code:
             raise ValueError("each item needs productItemCode or productId")
-        return value
+        return self
 
 
 class OrderIn(_Wire):
@@ -143,7 +145,7 @@ class MetricIn(_Wire):
 
 
 class MetricsBatchIn(_Wire):
-    metrics: list[dict[str, Any]] = Field(max_length=MAX_BATCH_EVENTS)
+    metrics: list[Any] = Field(max_length=MAX_BATCH_EVENTS)
     sent_at: datetime | None = None
 
 

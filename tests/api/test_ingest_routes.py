@@ -1,0 +1,586 @@
+"""Ingestion over real HTTP: public events, orders, metrics, identify; private tracking; never a 5xx."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from aisle.settings import Settings
+from tests.factories import make_verified_site
+
+ORIGIN = {"Origin": "https://shop.example.com"}
+SIGNING_KEY = "test-signing-key-" + "x" * 32
+MIB = 1024 * 1024
+
+
+@pytest.fixture
+def limits() -> dict[str, int]:
+    """Settings overrides; throttle tests parametrise this to shrink a limit."""
+    return {}
+
+
+@pytest.fixture
+def settings(tmp_path: Path, limits: dict[str, int]) -> Settings:
+    # Generous throttles unless a test shrinks them, so retries and fuzzing reach the handlers.
+    roomy = {"visitor_batches_per_minute": 100_000, "orders_per_visitor_per_minute": 100_000}
+    return Settings(data_dir=tmp_path / "data", jwt_secret=SIGNING_KEY, **{**roomy, **limits})
+
+
+@pytest.fixture
+def shop(owner, store) -> dict[str, Any]:
+    return make_verified_site(owner, store, currency="gbp")
+
+
+def now_iso(delta: timedelta = timedelta(0)) -> str:
+    return (datetime.now(UTC) + delta).isoformat()
+
+
+def ev(event_id: str | None = None, **fields: Any) -> dict[str, Any]:
+    body = {"name": "page_view", "visitorId": "v-1", "sessionId": "s-1", **fields}
+    if event_id is not None:
+        body["eventId"] = event_id
+    return body
+
+
+def post_events(client: httpx.Client, site: dict, events: list, headers: dict | None = None, **extra):
+    return client.post(
+        f"/public/sites/{site['siteKey']}/events/batch",
+        json={"events": events, **extra},
+        headers={**ORIGIN, **(headers or {})},
+    )
+
+
+def post_order(client: httpx.Client, site: dict, body: Any) -> httpx.Response:
+    return client.post(f"/public/sites/{site['siteKey']}/orders", json=body, headers=ORIGIN)
+
+
+def order(order_id: str = "o-1", **fields: Any) -> dict[str, Any]:
+    return {
+        "orderId": order_id,
+        "visitorId": "v-1",
+        "sessionId": "s-1",
+        "total": "39.98",
+        "items": [{"productItemCode": "SKU-1", "quantity": 2, "price": "19.99"}],
+        **fields,
+    }
+
+
+def query(app, sql: str, params: list | None = None) -> list[tuple]:
+    return app.state.engine.cursor().execute(sql, params or []).fetchall()
+
+
+def error_code(response: httpx.Response) -> str:
+    return response.json()["error"]["code"]
+
+
+# --- public events -----------------------------------------------------------------------------------
+
+
+def test_a_good_batch_is_stored_with_client_headers(client, app, shop):
+    response = post_events(
+        client,
+        shop,
+        [
+            ev("e1", url="https://shop.example.com/"),
+            ev("e2", name="product_view", metadata={"productItemCode": "SKU-1"}, value="19.99"),
+            ev("e3", name="category_view", entityId="cat-1", currency="usd"),
+        ],
+        headers={"X-Aisle-Client-Platform": "web", "X-Aisle-Client-Version": "2.4.1"},
+    )
+    assert response.status_code == 200, response.text
+    assert response.json() == {"accepted": 3, "rejected": [], "duplicates": 0}
+    assert response.headers["X-RateLimit-Limit"] == "100000"
+    assert response.headers["X-RateLimit-Remaining"] == "99999"
+    app.state.ingest.flush()
+    rows = query(
+        app,
+        "SELECT event_id, name, product_item_code, category_path, currency, value, channel, client_platform, "
+        "client_version FROM events WHERE site_id = ? ORDER BY event_id",
+        [shop["id"]],
+    )
+    assert rows == [
+        ("e1", "page_view", None, None, "GBP", None, "web", "web", "2.4.1"),
+        ("e2", "product_view", "SKU-1", None, "GBP", Decimal("19.990000"), "web", "web", "2.4.1"),
+        ("e3", "category_view", None, "cat-1", "USD", None, "web", "web", "2.4.1"),
+    ]
+
+
+def test_a_bad_batch_reports_every_event_by_index(client, app, shop):
+    response = post_events(
+        client,
+        shop,
+        [
+            ev(name="teleport"),
+            ev(name="add_to_cart"),
+            ev(currency="dollars"),
+            ev(timestamp="last tuesday"),
+            ev(timestamp=now_iso(-timedelta(days=8))),
+            ev(timestamp=now_iso(timedelta(hours=1))),
+            ev(metadata={"blob": "x" * 33_000}),
+            ev(visitorId=""),
+            "page_view",
+            ev(value="0.0000001"),
+        ],
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["accepted"], body["duplicates"]) == (0, 0)
+    assert [(r["index"], r["code"]) for r in body["rejected"]] == [
+        (0, "UNKNOWN_EVENT_NAME"),
+        (1, "MISSING_PRODUCT_CODE"),
+        (2, "CURRENCY_NOT_ISO4217"),
+        (3, "TIMESTAMP_INVALID"),
+        (4, "TIMESTAMP_TOO_OLD"),
+        (5, "TIMESTAMP_IN_FUTURE"),
+        (6, "EVENT_TOO_LARGE"),
+        (7, "INVALID_EVENT"),
+        (8, "EVENT_NOT_OBJECT"),
+        (9, "AMOUNT_TOO_PRECISE"),
+    ]
+    assert body["rejected"][0]["reason"] == "'teleport' is not a canonical event name"
+    assert body["rejected"][1]["reason"] == "'add_to_cart' needs metadata.productItemCode"
+    assert all(r["reason"] for r in body["rejected"])
+    app.state.ingest.flush()
+    assert query(app, "SELECT count(*) FROM events")[0][0] == 0
+
+
+def test_a_mixed_batch_keeps_the_valid_events(client, app, shop):
+    response = post_events(
+        client,
+        shop,
+        [ev("m1"), ev("m2", name="nope"), ev("m3"), ev("m3"), ev("m4", name="category_filter")],
+    )
+    assert response.status_code == 200, response.text
+    assert response.json() == {
+        "accepted": 4,
+        "rejected": [
+            {"index": 1, "code": "UNKNOWN_EVENT_NAME", "reason": "'nope' is not a canonical event name"}
+        ],
+        "duplicates": 1,
+    }
+    app.state.ingest.flush()
+    assert query(app, "SELECT event_id, category_path FROM events ORDER BY event_id") == [
+        ("m1", None),
+        ("m3", None),
+        ("m4", "unknown"),
+    ]
+
+
+def test_a_retried_event_id_is_stored_once(client, app, shop):
+    assert post_events(client, shop, [ev("r1"), ev("r2")]).json()["duplicates"] == 0
+    app.state.ingest.flush()
+    retry = post_events(client, shop, [ev("r1"), ev("r2"), ev("r3")])
+    assert retry.json() == {"accepted": 3, "rejected": [], "duplicates": 2}
+    app.state.ingest.flush()
+    assert query(app, "SELECT event_id, count(*) FROM events GROUP BY ALL ORDER BY ALL") == [
+        ("r1", 1),
+        ("r2", 1),
+        ("r3", 1),
+    ]
+
+
+def test_sent_at_corrects_client_clock_skew(client, app, shop):
+    # The client's clock runs two hours ahead; its event happened a minute before it sent the batch.
+    ahead = timedelta(hours=2)
+    response = post_events(
+        client, shop, [ev("k1", timestamp=now_iso(ahead - timedelta(minutes=1)))], sentAt=now_iso(ahead)
+    )
+    assert response.json()["accepted"] == 1, response.text
+    uncorrected = post_events(client, shop, [ev("k2", timestamp=now_iso(ahead - timedelta(minutes=1)))])
+    assert uncorrected.json()["rejected"][0]["code"] == "TIMESTAMP_IN_FUTURE"
+    app.state.ingest.flush()
+    [(stored,)] = query(app, "SELECT ts FROM events WHERE event_id = 'k1'")
+    expected = datetime.now(UTC) - timedelta(minutes=1)
+    assert abs(stored - expected) < timedelta(seconds=10)
+
+
+def test_events_become_queryable_within_two_seconds_without_a_flush(client, app, shop):
+    sent = time.monotonic()
+    assert post_events(client, shop, [ev("q1")]).status_code == 200
+    found = []
+    while time.monotonic() - sent < 2.5 and not found:
+        found = query(app, "SELECT event_id FROM events WHERE site_id = ?", [shop["id"]])
+        time.sleep(0.05)
+    assert found == [("q1",)]
+    assert time.monotonic() - sent < 2.5
+
+
+# --- bodies ------------------------------------------------------------------------------------------
+
+
+def test_body_errors_use_stable_codes(client, shop):
+    url = f"/public/sites/{shop['siteKey']}/events/batch"
+    malformed = client.post(
+        url, content=b'{"events": [', headers={**ORIGIN, "Content-Type": "application/json"}
+    )
+    assert (malformed.status_code, error_code(malformed)) == (400, "MALFORMED_JSON")
+    assert set(malformed.json()["error"]) == {"code", "message", "details"}
+    form = client.post(url, data={"events": "[]"}, headers=ORIGIN)
+    assert (form.status_code, error_code(form)) == (400, "UNSUPPORTED_CONTENT_TYPE")
+    untyped = client.post(url, content=b'{"events": []}', headers=ORIGIN)
+    assert (untyped.status_code, error_code(untyped)) == (400, "UNSUPPORTED_CONTENT_TYPE")
+    too_many = post_events(client, shop, [ev() for _ in range(501)])
+    assert (too_many.status_code, error_code(too_many)) == (400, "VALIDATION_FAILED")
+    assert post_events(client, shop, [ev() for _ in range(500)]).json()["accepted"] == 500
+    not_an_object = client.post(url, json=[ev()], headers=ORIGIN)
+    assert (not_an_object.status_code, error_code(not_an_object)) == (400, "VALIDATION_FAILED")
+
+
+def test_text_plain_is_read_as_json_for_send_beacon(client, app, shop):
+    response = client.post(
+        f"/public/sites/{shop['siteKey']}/events/batch",
+        content=b'{"events": [{"name": "page_view", "eventId": "b1", "visitorId": "v", "sessionId": "s"}]}',
+        headers={**ORIGIN, "Content-Type": "text/plain;charset=UTF-8"},
+    )
+    assert response.json() == {"accepted": 1, "rejected": [], "duplicates": 0}
+
+
+def test_bodies_over_two_mib_are_413(client, shop):
+    url = f"/public/sites/{shop['siteKey']}/events/batch"
+    big = b'{"events": [], "pad": "' + b"x" * (2 * MIB) + b'"}'
+    declared = client.post(url, content=big, headers={**ORIGIN, "Content-Type": "application/json"})
+    assert (declared.status_code, error_code(declared)) == (413, "BODY_TOO_LARGE")
+
+    def chunks():  # no Content-Length: the limit holds while streaming
+        yield b'{"events": [], "pad": "'
+        for _ in range(3):
+            yield b"x" * MIB
+        yield b'"}'
+
+    streamed = client.post(url, content=chunks(), headers={**ORIGIN, "Content-Type": "application/json"})
+    assert (streamed.status_code, error_code(streamed)) == (413, "BODY_TOO_LARGE")
+    just_under = b'{"events": [], "pad": "' + b"x" * (2 * MIB - 40) + b'"}'
+    fits = client.post(url, content=just_under, headers={**ORIGIN, "Content-Type": "application/json"})
+    assert fits.json() == {"accepted": 0, "rejected": [], "duplicates": 0}
+
+
+# --- orders ------------------------------------------------------------------------------------------
+
+
+def test_an_order_is_stored_once_and_a_repeat_is_409(client, app, shop):
+    first = post_order(client, shop, order(currency="sek"))
+    assert first.status_code == 201, first.text
+    assert first.json() == {"accepted": True, "orderId": "o-1", "currency": "SEK"}
+    repeat = post_order(client, shop, order(total="1.00"))
+    assert repeat.status_code == 409
+    assert repeat.json()["error"]["code"] == "DUPLICATE_ORDER"
+    second = post_order(client, shop, order("o-2"))
+    assert second.json()["currency"] == "GBP"  # the site's
+    app.state.ingest.flush()
+    rows = query(app, "SELECT order_id, total, currency, item_count FROM orders ORDER BY order_id")
+    assert rows == [("o-1", Decimal("39.980000"), "SEK", 2), ("o-2", Decimal("39.980000"), "GBP", 2)]
+
+
+def test_an_invalid_order_stores_nothing_and_does_not_claim_its_id(client, app, shop):
+    no_product = post_order(client, shop, order(items=[{"quantity": 1, "price": "1"}]))
+    assert (no_product.status_code, error_code(no_product)) == (400, "INVALID_ORDER")
+    bad_currency = post_order(client, shop, order(currency="EURO"))
+    assert (bad_currency.status_code, error_code(bad_currency)) == (400, "CURRENCY_NOT_ISO4217")
+    too_precise = post_order(client, shop, order(total="1.0000001"))
+    assert (too_precise.status_code, error_code(too_precise)) == (400, "AMOUNT_TOO_PRECISE")
+    assert post_order(client, shop, ["not", "an", "order"]).status_code == 400
+    assert post_order(client, shop, order()).status_code == 201
+    app.state.ingest.flush()
+    assert query(app, "SELECT count(*) FROM orders")[0][0] == 1
+
+
+def assert_throttled(response: httpx.Response, limit: int) -> None:
+    assert response.status_code == 429, response.text
+    assert error_code(response) == "RATE_LIMITED"
+    assert response.headers["X-RateLimit-Limit"] == str(limit)
+    assert response.headers["X-RateLimit-Remaining"] == "0"
+    retry_after = int(response.headers["Retry-After"])
+    assert 1 <= retry_after <= 60
+    assert int(response.headers["X-RateLimit-Reset"]) == retry_after
+
+
+@pytest.mark.parametrize("limits", [{"orders_per_visitor_per_minute": 1}])
+def test_orders_have_their_own_stricter_throttle(client, app, shop):
+    assert post_order(client, shop, order("t-1")).status_code == 201
+    assert_throttled(post_order(client, shop, order("t-2")), 1)
+    assert_throttled(post_order(client, shop, order("t-3")), 1)
+    assert post_order(client, shop, order("t-4", visitorId="v-2")).status_code == 201
+    assert post_events(client, shop, [ev()]).status_code == 200  # events are counted apart
+    app.state.ingest.flush()
+    assert query(app, "SELECT order_id FROM orders ORDER BY 1") == [("t-1",), ("t-4",)]
+
+
+@pytest.mark.parametrize("limits", [{"visitor_batches_per_minute": 2, "orders_per_visitor_per_minute": 1}])
+def test_the_visitor_throttle_counts_batches(client, app, shop):
+    remaining = [post_events(client, shop, [ev(f"x{i}")]).headers["X-RateLimit-Remaining"] for i in range(2)]
+    assert remaining == ["1", "0"]
+    assert_throttled(post_events(client, shop, [ev("x2")]), 2)
+    identify = client.post(
+        f"/public/sites/{shop['siteKey']}/identify",
+        json={"visitorId": "v-1", "userId": "u-1"},
+        headers=ORIGIN,
+    )
+    assert_throttled(identify, 2)
+    other = post_events(client, shop, [ev("y1", visitorId="v-2")])
+    assert (other.status_code, other.headers["X-RateLimit-Remaining"]) == (200, "1")
+    app.state.ingest.flush()
+    assert query(app, "SELECT event_id FROM events ORDER BY 1") == [("x0",), ("x1",), ("y1",)]
+
+
+# --- identify and metrics ----------------------------------------------------------------------------
+
+
+def test_identify_merges_once(client, app, shop):
+    url = f"/public/sites/{shop['siteKey']}/identify"
+    body = {"visitorId": "v-9", "userId": "u-9", "traits": {"plan": "gold"}}
+    first = client.post(url, json=body, headers=ORIGIN)
+    assert (first.status_code, first.json()) == (200, {"success": True, "merged": True})
+    again = client.post(url, json=body, headers=ORIGIN)
+    assert again.json() == {"success": True, "merged": False}
+    other_user = client.post(url, json={**body, "userId": "u-10"}, headers=ORIGIN)
+    assert other_user.json() == {"success": True, "merged": True}
+    app.state.ingest.flush()
+    rows = query(app, "SELECT name, visitor_id, user_id, metadata FROM events ORDER BY user_id")
+    assert rows == [
+        ("identify", "v-9", "u-10", '{"traits":{"plan":"gold"}}'),
+        ("identify", "v-9", "u-9", '{"traits":{"plan":"gold"}}'),
+        ("identify", "v-9", "u-9", '{"traits":{"plan":"gold"}}'),
+    ]
+
+
+def test_identify_reads_its_body_like_the_other_ingestion_routes(client, shop):
+    url = f"/public/sites/{shop['siteKey']}/identify"
+    beacon = client.post(
+        url,
+        content=b'{"visitorId": "v-1", "userId": "u-1"}',
+        headers={**ORIGIN, "Content-Type": "text/plain"},
+    )
+    assert (beacon.status_code, beacon.json()) == (200, {"success": True, "merged": True})
+    form = client.post(url, data={"visitorId": "v-1", "userId": "u-1"}, headers=ORIGIN)
+    assert (form.status_code, error_code(form)) == (400, "UNSUPPORTED_CONTENT_TYPE")
+    malformed = client.post(url, content=b"{", headers={**ORIGIN, "Content-Type": "application/json"})
+    assert (malformed.status_code, error_code(malformed)) == (400, "MALFORMED_JSON")
+    typo = client.post(url, json={"visitorId": "v-1", "userID": "u-1"}, headers=ORIGIN)
+    assert (typo.status_code, error_code(typo)) == (400, "VALIDATION_FAILED")
+    huge = client.post(
+        url, json={"visitorId": "v-1", "userId": "u-1", "traits": {"x": "y" * (2 * MIB)}}, headers=ORIGIN
+    )
+    assert (huge.status_code, error_code(huge)) == (413, "BODY_TOO_LARGE")
+
+
+def test_metrics_are_accepted_and_queryable(client, app, shop):
+    response = client.post(
+        f"/public/sites/{shop['siteKey']}/metrics",
+        json={
+            "metrics": [
+                {"name": "LCP", "value": 2.5, "unit": "s", "visitorId": "v-1", "tags": {"page": "home"}},
+                {"name": "CLS", "value": "lots"},
+                {"name": "queue_size", "value": 3},
+            ]
+        },
+        headers={**ORIGIN, "X-Aisle-Client-Platform": "web"},
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["accepted"], body["duplicates"]) == (2, 0)
+    assert [(r["index"], r["code"]) for r in body["rejected"]] == [(1, "INVALID_METRIC")]
+    app.state.ingest.flush()
+    rows = query(
+        app, "SELECT name, value, unit, tags, client_platform, site_id FROM client_metrics ORDER BY name"
+    )
+    assert rows == [
+        ("LCP", 2.5, "s", '{"page":"home"}', "web", shop["id"]),
+        ("queue_size", 3.0, None, "{}", "web", shop["id"]),
+    ]
+
+
+# --- private tracking --------------------------------------------------------------------------------
+
+HISTORIC = "2011-03-04T05:06:07Z"
+
+
+def test_private_tracking_accepts_historical_data(client, app, owner, shop):
+    one = owner.post("/analytics/track", json={"siteId": shop["id"], **ev("h1", timestamp=HISTORIC)})
+    assert one.json() == {"accepted": 1, "rejected": [], "duplicates": 0}, one.text
+    batch = owner.post(
+        "/analytics/track/batch",
+        json={"siteId": shop["id"], "events": [ev("h2", timestamp=HISTORIC), ev("h3", name="bogus")]},
+    )
+    assert batch.status_code == 200, batch.text
+    assert batch.json()["accepted"] == 1
+    assert [r["code"] for r in batch.json()["rejected"]] == ["UNKNOWN_EVENT_NAME"]
+    placed = owner.post(
+        "/analytics/track/order", json={"siteId": shop["id"], **order("h-o", timestamp=HISTORIC)}
+    )
+    assert placed.status_code == 201, placed.text
+    assert placed.json() == {"accepted": True, "orderId": "h-o", "currency": "GBP"}
+    public = post_events(client, shop, [ev("h4", timestamp=HISTORIC)])
+    assert public.json()["rejected"][0]["code"] == "TIMESTAMP_TOO_OLD"
+    app.state.ingest.flush()
+    assert query(app, "SELECT event_id, channel, date::VARCHAR FROM events ORDER BY 1") == [
+        ("h1", "server", "2011-03-04"),
+        ("h2", "server", "2011-03-04"),
+    ]
+    assert query(app, "SELECT order_id, ts FROM orders") == [
+        ("h-o", datetime(2011, 3, 4, 5, 6, 7, tzinfo=UTC))
+    ]
+
+
+def test_private_tracking_needs_a_token_and_the_site_of_your_organisation(client, app, outsider, shop):
+    bodies = {
+        "/analytics/track": {"siteId": shop["id"], **ev("p1")},
+        "/analytics/track/batch": {"siteId": shop["id"], "events": [ev("p2")]},
+        "/analytics/track/order": {"siteId": shop["id"], **order("p-o")},
+    }
+    for path, body in bodies.items():
+        anonymous = client.post(path, json=body)
+        assert anonymous.status_code == 401, (path, anonymous.text)
+        foreign = outsider.post(path, json=body)
+        assert (foreign.status_code, error_code(foreign)) == (403, "SITE_ACCESS_DENIED"), path
+        unknown = outsider.post(path, json={**body, "siteId": "no-such-site"})
+        assert unknown.status_code == 403, path
+    app.state.ingest.flush()
+    assert query(app, "SELECT count(*) FROM events")[0][0] == 0
+    assert query(app, "SELECT count(*) FROM orders")[0][0] == 0
+
+
+# --- OpenAPI -----------------------------------------------------------------------------------------
+
+
+def test_openapi_documents_the_ingestion_bodies(client):
+    schema = client.get("/openapi.json").json()
+    components = schema["components"]["schemas"]
+    assert {"EventBatch", "EventIn", "OrderIn", "TrackEventBatch"} <= set(components)
+    assert components["EventBatch"]["properties"]["events"]["items"] == {
+        "$ref": "#/components/schemas/EventIn"
+    }
+    assert {"name", "visitorId", "sessionId"} <= set(components["EventIn"]["required"])
+    assert {"orderId", "items", "total"} <= set(components["OrderIn"]["required"])
+    assert "siteId" in components["TrackEventBatch"]["properties"]
+
+    def body_ref(path: str) -> str:
+        request_body = schema["paths"][f"/api/v1{path}"]["post"]["requestBody"]
+        return request_body["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+
+    assert body_ref("/public/sites/{siteKey}/events/batch") == "EventBatch"
+    assert body_ref("/public/sites/{siteKey}/orders") == "OrderIn"
+    assert body_ref("/analytics/track/batch") == "TrackEventBatch"
+
+
+# --- nothing answers 5xx -----------------------------------------------------------------------------
+
+
+def json_containers(children: st.SearchStrategy) -> st.SearchStrategy:
+    return st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=12), children, max_size=5)
+
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**64), max_value=2**64)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30),
+    json_containers,
+    max_leaves=20,
+)
+FIELDS = [
+    "name", "timestamp", "eventId", "visitorId", "sessionId", "journeyId", "userId", "entityType", "entityId",
+    "url", "referrer", "metadata", "consent", "currency", "value", "orderId", "items", "total", "tax",
+]  # fmt: skip
+EVENTISH = st.dictionaries(st.sampled_from(FIELDS), JSON, max_size=8).map(lambda d: {**ev(), **d}) | JSON
+FUZZ = hypothesis_settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@FUZZ
+@given(body=JSON, path=st.sampled_from(["events/batch", "orders", "metrics", "identify"]))
+def test_no_json_body_gives_a_5xx(client, app, shop, body, path):
+    response = client.post(f"/public/sites/{shop['siteKey']}/{path}", json=body, headers=ORIGIN)
+    assert response.status_code < 500, response.text
+    app.state.ingest.flush()  # whatever was accepted can be written to the lake
+
+
+@FUZZ
+@given(events=st.lists(EVENTISH, max_size=6), sent_at=JSON | st.datetimes().map(str))
+def test_no_batch_of_events_gives_a_5xx(client, app, shop, events, sent_at):
+    response = post_events(client, shop, events, sentAt=sent_at)
+    assert response.status_code < 500, response.text
+    if response.status_code == 200:
+        body = response.json()
+        assert body["accepted"] + len(body["rejected"]) == len(events)
+    app.state.ingest.flush()
+
+
+@FUZZ
+@given(
+    fields=st.dictionaries(st.sampled_from(FIELDS), JSON, max_size=6), path=st.sampled_from(["", "/order"])
+)
+def test_no_private_tracking_body_gives_a_5xx(app, owner, shop, fields, path):
+    body = {**ev(), **order(), **fields, "siteId": shop["id"]}
+    response = owner.post(f"/analytics/track{path}", json=body)
+    assert response.status_code < 500, response.text
+    app.state.ingest.flush()
+
+
+METRIC_FIELDS = ["name", "value", "unit", "timestamp", "visitorId", "sessionId", "url", "tags"]
+IDENTIFY_FIELDS = ["visitorId", "userId", "sessionId", "traits"]
+
+
+@st.composite
+def shaped_bodies(draw) -> tuple[str, Any]:
+    """Bodies close to valid, so that fuzzing reaches the validators behind the first shape check."""
+    path = draw(st.sampled_from(["metrics", "orders", "identify"]))
+    if path == "metrics":
+        metric = st.dictionaries(st.sampled_from(METRIC_FIELDS), JSON, max_size=6).map(
+            lambda d: {"name": "LCP", "value": 1.5, **d}
+        )
+        return path, {"metrics": draw(st.lists(metric | JSON, max_size=4)), "sentAt": draw(JSON)}
+    if path == "orders":
+        fields = draw(
+            st.dictionaries(st.sampled_from(FIELDS + ["subtotal", "isRefund", "refundOf"]), JSON, max_size=5)
+        )
+        item = st.dictionaries(st.sampled_from(["productItemCode", "productId", "quantity", "price"]), JSON)
+        items = draw(st.none() | st.lists(item, max_size=3))
+        return path, {
+            **order(draw(st.text(min_size=1, max_size=10))),
+            **fields,
+            **({"items": items} if items else {}),
+        }
+    fields = draw(st.dictionaries(st.sampled_from(IDENTIFY_FIELDS), JSON, max_size=4))
+    return path, {"visitorId": "v-1", "userId": "u-1", **fields}
+
+
+@FUZZ
+@given(case=shaped_bodies())
+def test_no_shaped_body_gives_a_5xx(client, app, shop, case):
+    path, body = case
+    response = client.post(f"/public/sites/{shop['siteKey']}/{path}", json=body, headers=ORIGIN)
+    assert response.status_code < 500, response.text
+    app.state.ingest.flush()
+
+
+def test_deep_json_and_far_clock_skew_are_400_not_500(client, app, shop):
+    deep: Any = []
+    for _ in range(300):
+        deep = [deep]
+    nested = post_events(client, shop, [ev("d1", metadata={"deep": deep}), ev("d2")])
+    assert nested.status_code == 200, nested.text
+    assert nested.json()["accepted"] == 1
+    assert [r["code"] for r in nested.json()["rejected"]] == ["INVALID_EVENT"]
+    skewed = post_events(
+        client, shop, [ev("d3", timestamp="9999-12-31T00:00:00Z")], sentAt="0001-01-01T00:00:00Z"
+    )
+    assert [r["code"] for r in skewed.json()["rejected"]] == ["TIMESTAMP_INVALID"]
+    traits = client.post(
+        f"/public/sites/{shop['siteKey']}/identify",
+        json={"visitorId": "v", "userId": "u", "traits": {"deep": deep}},
+        headers=ORIGIN,
+    )
+    assert (traits.status_code, error_code(traits)) == (400, "INVALID_EVENT")
+    app.state.ingest.flush()
+    assert query(app, "SELECT event_id FROM events") == [("d2",)]

@@ -1,0 +1,249 @@
+"""The flusher: the durable log reaches the lake exactly once, in typed, Hive-partitioned Parquet."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+from ingest.log import DurableLog
+from ingest.normalise import Context
+from ingest.service import Ingest
+from warehouse.lake import EVENTS, EVENTS_SCHEMA, METRICS, METRICS_SCHEMA, ORDERS, ORDERS_SCHEMA, LakeTable
+
+SITE_A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+SITE_B = "bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb"
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def services() -> Iterator[list[Ingest]]:
+    started: list[Ingest] = []
+    yield started
+    for service in started:
+        service.stop()
+
+
+def open_ingest(services: list[Ingest], data_dir: Path, *, start: bool = True) -> Ingest:
+    service = Ingest(data_dir=data_dir, flush_interval_seconds=3600)  # flushes only when told
+    services.append(service)
+    if start:
+        service.start()
+    return service
+
+
+def ctx(site_id: str = SITE_A, **fields) -> Context:
+    base = {
+        "site_id": site_id,
+        "site_currency": "EUR",
+        "received_at": datetime.now(UTC),
+        "channel": "server",
+        "historical": True,
+    }
+    return Context(**{**base, **fields})
+
+
+def event(event_id: str, **fields) -> dict:
+    return {
+        "name": "page_view",
+        "eventId": event_id,
+        "visitorId": "v-1",
+        "sessionId": "s-1",
+        "timestamp": "2011-03-04T05:06:07Z",
+        **fields,
+    }
+
+
+def lake_sql(service: Ingest, table: LakeTable, sql: str) -> list[tuple]:
+    source = f"read_parquet('{service.lake.glob(table)}', hive_partitioning = true)"
+    return duckdb.sql(sql.format(t=source)).fetchall()
+
+
+def count(service: Ingest, table: LakeTable = EVENTS) -> int:
+    if not service.lake.files(table):
+        return 0
+    return lake_sql(service, table, "SELECT count(*) FROM {t}")[0][0]
+
+
+def test_accepted_events_reach_the_lake_once_and_reflushing_is_a_no_op(data_dir, services):
+    service = open_ingest(services, data_dir)
+    result = service.accept_events_sync([event("e1"), event("e2"), event("e3", name="teleport")], ctx())
+    assert (result.accepted, result.duplicates, [r.index for r in result.rejected]) == (2, 0, [2])
+    assert count(service) == 0  # accepted means durable in the log, not yet in the lake
+    assert service.flush() == 2
+    assert count(service) == 2
+    files = service.lake.files(EVENTS)
+    assert len(files) == 1
+    assert service.flush() == 0
+    assert service.flush() == 0
+    assert count(service) == 2
+    assert service.lake.files(EVENTS) == files
+    assert lake_sql(service, EVENTS, "SELECT event_id, site_id, date FROM {t} ORDER BY event_id") == [
+        ("e1", SITE_A, datetime(2011, 3, 4).date()),
+        ("e2", SITE_A, datetime(2011, 3, 4).date()),
+    ]
+
+
+def test_a_crash_between_parquet_and_checkpoint_stores_nothing_twice(data_dir, services, monkeypatch):
+    first = open_ingest(services, data_dir, start=False)
+    first.accept_events_sync([event(f"e{i}") for i in range(5)], ctx())
+    real_save = DurableLog.save_checkpoint
+    calls = []
+
+    def crash_once(self, position):
+        calls.append(position)
+        if len(calls) == 1:
+            raise OSError("power cut")
+        return real_save(self, position)
+
+    monkeypatch.setattr(DurableLog, "save_checkpoint", crash_once)
+    with pytest.raises(OSError, match="power cut"):
+        first.flush()
+    assert count(first) == 5  # the Parquet file is there ...
+    assert first.logs["events"].checkpoint().offset == 0  # ... but the checkpoint never moved
+    first_end = first.logs["events"].checkpoint()
+    first.stop()  # the process is gone: nothing flushed since
+    services.remove(first)
+
+    second = open_ingest(services, data_dir)  # start() replays the log beyond the checkpoint
+    # The replay read all five rows again (the checkpoint moved past them) and wrote none of them.
+    assert second.logs["events"].checkpoint() == second.logs["events"].durable_end != first_end
+    assert second.flushers["events"].rows_written == 0
+    assert count(second) == 5
+    assert sorted(r[0] for r in lake_sql(second, EVENTS, "SELECT event_id FROM {t}")) == [
+        f"e{i}" for i in range(5)
+    ]
+    assert second.flush() == 0
+    assert count(second) == 5
+
+
+def test_the_same_event_id_is_stored_once_before_and_after_a_flush(data_dir, services):
+    service = open_ingest(services, data_dir)
+    first = service.accept_events_sync([event("e1"), event("e1")], ctx())
+    assert (first.accepted, first.duplicates) == (2, 1)
+    again = service.accept_events_sync([event("e2")], ctx())
+    resent_before_flush = service.accept_events_sync([event("e2")], ctx())
+    # Not yet in the lake: the answer cannot know, but the flush stores it once.
+    assert (again.accepted, resent_before_flush.accepted, resent_before_flush.duplicates) == (1, 1, 0)
+    assert service.flush() == 2
+    resent_after_flush = service.accept_events_sync([event("e1"), event("e3")], ctx())
+    assert (resent_after_flush.accepted, resent_after_flush.duplicates) == (2, 1)
+    assert service.flush() == 1
+    assert sorted(r[0] for r in lake_sql(service, EVENTS, "SELECT event_id FROM {t}")) == ["e1", "e2", "e3"]
+    # The same id on another site is another event.
+    assert service.accept_events_sync([event("e1")], ctx(SITE_B)).duplicates == 0
+    assert service.flush() == 1
+    assert count(service) == 4
+
+
+def test_stored_ids_are_remembered_across_a_restart(data_dir, services):
+    first = open_ingest(services, data_dir)
+    first.accept_events_sync([event("e1")], ctx())
+    first.flush()
+    first.stop()
+    services.remove(first)
+    second = open_ingest(services, data_dir)
+    result = second.accept_events_sync([event("e1"), event("e2")], ctx())
+    assert (result.accepted, result.duplicates) == (2, 1)
+    assert second.flush() == 1
+    assert count(second) == 2
+
+
+def test_partitions_by_site_and_utc_date(data_dir, services):
+    service = open_ingest(services, data_dir)
+    service.accept_events_sync(
+        [
+            event("a1", timestamp="2011-03-04T23:59:59Z"),
+            event("a2", timestamp="2011-03-05T01:30:00+02:00"),  # 23:30 UTC on the 4th
+            event("a3", timestamp="2011-03-04T23:30:00-01:00"),  # 00:30 UTC on the 5th
+        ],
+        ctx(SITE_A),
+    )
+    service.accept_events_sync([event("b1", timestamp="2011-03-04T12:00:00Z")], ctx(SITE_B))
+    assert service.flush() == 4
+    root = data_dir / "lake" / "events"
+    partitions = sorted(str(p.relative_to(root)) for p in root.glob("*/*"))
+    assert partitions == [
+        f"site_id={SITE_A}/date=2011-03-04",
+        f"site_id={SITE_A}/date=2011-03-05",
+        f"site_id={SITE_B}/date=2011-03-04",
+    ]
+    by_partition = {
+        str(p.parent.relative_to(root)): sorted(pq.read_table(p)["event_id"].to_pylist())
+        for p in service.lake.files(EVENTS)
+    }
+    assert by_partition == {
+        f"site_id={SITE_A}/date=2011-03-04": ["a1", "a2"],
+        f"site_id={SITE_A}/date=2011-03-05": ["a3"],
+        f"site_id={SITE_B}/date=2011-03-04": ["b1"],
+    }
+
+
+def test_written_files_have_the_lake_schemas_and_exact_values(data_dir, services):
+    service = open_ingest(services, data_dir)
+    service.accept_events_sync(
+        [event("e1", value="19.99", currency="gbp", timestamp="2011-03-04T05:06:07.123456Z")], ctx()
+    )
+    service.accept_orders_sync(
+        [
+            {
+                "orderId": "o1",
+                "visitorId": "v-1",
+                "sessionId": "s-1",
+                "timestamp": "2011-03-04T06:00:00Z",
+                "total": "99999999999999999.999999",
+                "tax": 0.1,
+                "items": [{"productItemCode": "P-1", "quantity": 2, "price": "0.000001"}],
+            }
+        ],
+        ctx(),
+    )
+    assert service.flush() == 2
+    [events_file] = service.lake.files(EVENTS)
+    [orders_file] = service.lake.files(ORDERS)
+    assert pq.read_schema(events_file).equals(EVENTS_SCHEMA)
+    assert pq.read_schema(orders_file).equals(ORDERS_SCHEMA)
+    assert str(EVENTS_SCHEMA.field("value").type) == "decimal128(24, 6)"
+    assert str(EVENTS_SCHEMA.field("ts").type) == "timestamp[us, tz=UTC]"
+    row = pq.read_table(events_file).to_pylist()[0]
+    assert row["value"] == Decimal("19.990000")
+    assert row["currency"] == "GBP"
+    assert row["ts"] == datetime(2011, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)
+    assert "site_id" not in row and "date" not in row  # those live in the path
+    order = pq.read_table(orders_file).to_pylist()[0]
+    assert order["total"] == Decimal("99999999999999999.999999")
+    assert order["tax"] == Decimal("0.100000")
+    assert order["subtotal"] is None
+    assert order["items"] == [
+        {
+            "product_item_code": "P-1",
+            "product_id": None,
+            "quantity": 2,
+            "price": Decimal("0.000001"),
+            "name": None,
+            "category_path": None,
+        }
+    ]
+
+
+def test_metrics_flush_with_their_schema(data_dir, services):
+    service = open_ingest(services, data_dir)
+    metrics = [{"name": "LCP", "value": 2.5, "unit": "s"}, {"name": "CLS"}]
+    result = asyncio.run(service.accept_metrics(metrics, ctx(channel="web")))
+    assert (result.accepted, [r.code for r in result.rejected]) == (1, ["INVALID_METRIC"])
+    assert service.flush() == 1
+    [metrics_file] = service.lake.files(METRICS)
+    assert pq.read_schema(metrics_file).equals(METRICS_SCHEMA)
+    assert lake_sql(service, METRICS, "SELECT name, value, unit, channel FROM {t}") == [
+        ("LCP", 2.5, "s", "web")
+    ]
