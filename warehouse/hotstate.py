@@ -155,7 +155,9 @@ class RedisHotState:
         self._redis.set(self._prefix + "v:" + key, value, ex=ttl_seconds)
 
     def delete_prefix(self, prefix: str) -> int:
-        doomed = list(self._redis.scan_iter(match=self._prefix + "v:" + _glob_escape(prefix) + "*", count=500))
+        doomed = list(
+            self._redis.scan_iter(match=self._prefix + "v:" + _glob_escape(prefix) + "*", count=500)
+        )
         return self._redis.delete(*doomed) if doomed else 0
 
     def ping(self) -> None:
