@@ -115,6 +115,9 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
     last_needed = add_periods(
         bucket_start(query.end_date, query.interval), query.period_count + 1, query.interval
     )
+    if query.retention_mode == "on_or_after":
+        # "In N or later" looks past the last column too: any later activity counts.
+        last_needed = max(last_needed, today)
     table = library.run(
         engine,
         "cohort_activity",
