@@ -12,11 +12,31 @@ import orjson
 from ingest.dedupe import RecentKeys, key_hash
 from ingest.flusher import Flusher
 from ingest.log import DurableLog
-from ingest.normalise import Context, Rejected, event_row, event_rows, metric_row, order_row
+from ingest.normalise import Context, Rejected, event_rows, metric_row, order_row
 from ingest.schemas import BatchResult, Rejection
 from warehouse.lake import EVENTS, METRICS, ORDERS, TABLES, Lake, LakeTable
 
-RowMaker = Callable[[Any, Context], dict[str, Any]]
+Failures = list[tuple[int, Rejected]]
+BatchRows = Callable[[list[Any], Context], tuple[list[dict[str, Any]], Failures]]
+
+
+def one_by_one(make_row: Callable[[Any, Context], dict[str, Any]]) -> BatchRows:
+    """Batch form of a per-item normaliser: rows of the good items, rejections by index."""
+
+    def rows_of(raws: list[Any], ctx: Context) -> tuple[list[dict[str, Any]], Failures]:
+        rows, failures = [], []
+        for index, raw in enumerate(raws):
+            try:
+                rows.append(make_row(raw, ctx))
+            except Rejected as exc:
+                failures.append((index, exc))
+        return rows, failures
+
+    return rows_of
+
+
+order_rows = one_by_one(order_row)
+metric_rows = one_by_one(metric_row)
 
 
 def encode(rows: Iterable[dict[str, Any]]) -> bytes:
@@ -83,17 +103,10 @@ class Ingest:
     # --- accepting ---------------------------------------------------------------------------------
 
     def _prepare(
-        self, table: LakeTable, raws: list[Any], ctx: Context, make_row: RowMaker
+        self, table: LakeTable, raws: list[Any], ctx: Context, rows_of: BatchRows
     ) -> tuple[list[dict[str, Any]], list[Rejection], int]:
-        if make_row is event_row:
-            rows, failures = event_rows(raws, ctx)
-        else:
-            rows, failures = [], []
-            for index, raw in enumerate(raws):
-                try:
-                    rows.append(make_row(raw, ctx))
-                except Rejected as exc:
-                    failures.append((index, exc))
+        """Normalise a batch and drop rows whose key was already stored (counted as duplicates)."""
+        rows, failures = rows_of(raws, ctx)
         rejected = [Rejection(index=index, code=exc.code, reason=exc.reason) for index, exc in failures]
         if not rows:
             return rows, rejected, 0
@@ -103,19 +116,19 @@ class Ingest:
         return kept, rejected, len(rows) - len(kept)
 
     async def accept_events(self, raws: list[Any], ctx: Context) -> BatchResult:
-        rows, rejected, duplicates = self._prepare(EVENTS, raws, ctx, event_row)
+        rows, rejected, duplicates = self._prepare(EVENTS, raws, ctx, event_rows)
         if rows:
             await self.logs[EVENTS.name].append(encode(rows))
         return BatchResult(accepted=len(rows) + duplicates, rejected=rejected, duplicates=duplicates)
 
     def accept_events_sync(self, raws: list[Any], ctx: Context) -> BatchResult:
-        rows, rejected, duplicates = self._prepare(EVENTS, raws, ctx, event_row)
+        rows, rejected, duplicates = self._prepare(EVENTS, raws, ctx, event_rows)
         if rows:
             self.logs[EVENTS.name].append_sync(encode(rows))
         return BatchResult(accepted=len(rows) + duplicates, rejected=rejected, duplicates=duplicates)
 
     async def accept_metrics(self, raws: list[Any], ctx: Context) -> BatchResult:
-        rows, rejected, _ = self._prepare(METRICS, raws, ctx, metric_row)
+        rows, rejected, _ = self._prepare(METRICS, raws, ctx, metric_rows)
         if rows:
             await self.logs[METRICS.name].append(encode(rows))
         return BatchResult(accepted=len(rows), rejected=rejected, duplicates=0)
@@ -133,6 +146,6 @@ class Ingest:
 
     def accept_orders_sync(self, raws: list[Any], ctx: Context) -> BatchResult:
         """Bulk path (imports): orders validated one by one, already stored order ids counted as duplicates."""
-        rows, rejected, duplicates = self._prepare(ORDERS, raws, ctx, order_row)
+        rows, rejected, duplicates = self._prepare(ORDERS, raws, ctx, order_rows)
         self.store_orders_sync(rows)
         return BatchResult(accepted=len(rows) + duplicates, rejected=rejected, duplicates=duplicates)
