@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import ORJSONResponse
 from pydantic import Field
 
 from api.auth.permissions import ANALYTICS_VIEW
@@ -79,7 +79,6 @@ async def _durably(awaitable) -> Any:
 
 @public.post(
     "/events/batch",
-    response_class=ORJSONResponse,
     responses={
         200: {"model": BatchResult, "description": "What was stored and what was rejected, by index."}
     },
@@ -89,7 +88,7 @@ async def _durably(awaitable) -> Any:
         "reported by index; a re-sent `eventId` is stored once." + LIMITS_NOTE,
     ),
 )
-async def events_batch(request: Request, siteKey: str) -> ORJSONResponse:
+async def events_batch(request: Request, siteKey: str) -> Response:
     """Visitor-throttled (`X-RateLimit-*`, 429 with `Retry-After`). 200 means every accepted event is durable."""
     # The storefront's hottest route: its needs are read straight off the app state instead of
     # through dependency injection, which costs more than the ingest work for a batch of 50.
@@ -100,7 +99,9 @@ async def events_batch(request: Request, siteKey: str) -> ORJSONResponse:
     headers = throttle(state.hot, None, limit=Limit("events-visitor", state.settings.visitor_batches_per_minute, 60),
                        subject=f"{caller.site['id']}:{visitor}")  # fmt: skip
     result = await _durably(state.ingest.accept_events(batch.events, _context(caller, sent_at=batch.sent_at)))
-    return ORJSONResponse(result.model_dump(by_alias=True), headers=headers)
+    return Response(
+        orjson.dumps(result.model_dump(by_alias=True)), media_type="application/json", headers=headers
+    )
 
 
 async def _accept_order(request: Request, raw: Any, ctx: Context, hot, settings) -> OrderResult:
