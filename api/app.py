@@ -87,7 +87,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         funnels_router, cohorts_router, overview_router, site_events_router,
     ):  # fmt: skip
         app.include_router(router, prefix=API_PREFIX)
-    openapi_bodies.install(app)
+    openapi_bodies.install(app, error_response=ERROR_RESPONSE_SCHEMA)
 
     @app.get("/metrics", include_in_schema=False)
     def prometheus_metrics() -> Response:

@@ -23,7 +23,8 @@ def documented_body(model: type[BaseModel], description: str) -> dict[str, Any]:
     }
 
 
-def install(app: FastAPI) -> None:
+def install(app: FastAPI, *, error_response: dict[str, Any]) -> None:
+    """Add the raw-read bodies to the schema and document validation errors as they are answered."""
     original = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -35,6 +36,14 @@ def install(app: FastAPI) -> None:
             body = model.model_json_schema(ref_template=REF, by_alias=True)
             components.update(body.pop("$defs", {}))
             components[name] = body
+        # Validation failures answer 400 in the error envelope, never FastAPI's default 422.
+        for operations in schema.get("paths", {}).values():
+            for operation in operations.values():
+                responses = operation.get("responses", {})
+                if responses.pop("422", None) is not None:
+                    responses.setdefault("400", error_response)
+        components.pop("HTTPValidationError", None)
+        components.pop("ValidationError", None)
         return schema
 
     app.openapi = openapi
