@@ -79,3 +79,14 @@ def test_requests_are_logged_as_json_lines(client, capfd):
     assert entry["status"] == 200
     assert entry["route"] == "/api/v1/health"
     assert entry["method"] == "GET"
+
+
+def test_openapi_documents_validation_as_400_never_422(client):
+    spec = client.get("/openapi.json").json()
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            assert "422" not in operation["responses"], f"{method} {path}"
+    funnel = spec["paths"]["/api/v1/analytics/funnels/{siteId}"]["get"]["responses"]["400"]
+    assert funnel["content"]["application/json"]["schema"]["properties"]["error"]["required"] == [
+        "code", "message", "details"
+    ]  # fmt: skip
