@@ -12,6 +12,7 @@ from aisle.settings import Settings
 from api import openapi_bodies
 from api.analytics.cohorts import router as cohorts_router
 from api.analytics.funnels import router as funnels_router
+from api.analytics.journeys import router as journeys_router
 from api.analytics.overview import router as overview_router
 from api.analytics.site_events import router as site_events_router
 from api.auth.routes import router as auth_router
@@ -84,7 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Routes are matched in order: the storefront's ingest routes, by far the busiest, come first.
     for router in (
         public_ingest_router, public_router, health_router, auth_router, sites_router, admin_router, tracking_router,
-        funnels_router, cohorts_router, overview_router, site_events_router,
+        funnels_router, cohorts_router, journeys_router, overview_router, site_events_router,
     ):  # fmt: skip
         app.include_router(router, prefix=API_PREFIX)
     openapi_bodies.install(app, error_response=ERROR_RESPONSE_SCHEMA)

@@ -1,0 +1,199 @@
+"""Journey analytics routes: the list, stats, storefront funnel, export and one journey's timeline;
+event-name sequences (insights and raw)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from datetime import date
+from typing import Annotated, Any, Literal
+
+import orjson
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import StreamingResponse
+from fastapi.routing import APIRoute
+
+from api.analytics.funnels import AnalyticsSite, date_range
+from api.errors import NotFound
+from queries.journeys import (
+    Journey,
+    JourneyDetail,
+    JourneyFunnel,
+    JourneyPage,
+    JourneyRange,
+    JourneyStats,
+    SequenceInsights,
+    SequencePage,
+    get_journey,
+    iter_journeys,
+    journey_funnel,
+    journey_sequences,
+    journey_stats,
+    list_journeys,
+    sequence_insights,
+)
+
+router = APIRouter(prefix="/analytics", tags=["analytics"])
+
+SEMANTICS = (
+    "A journey is the events of one `journeyId`; events without one fall back to their `sessionId` as "
+    "the journey key. A journey belongs to the range when its first event falls between `startDate` "
+    "and `endDate` (inclusive days in the site's time zone; the last 30 days by default); its later "
+    "events count wherever they fall. Orders count as `purchase` events at the order's time, once: a "
+    "`purchase` event whose `metadata.orderId` names an order is that same purchase. An order joins "
+    "the journey of its `journeyId`, else of the purchase event naming it, else the journey its "
+    "visitor's session was in at the order's time. Refunds are not purchases. A journey is `converted` "
+    "when it holds a purchase. Money comes from orders only, per currency, never summed across "
+    "currencies. People are the linked user when the visitor was ever identified, else the visitor."
+)
+
+
+def journey_range(
+    site: AnalyticsSite,
+    start_date: Annotated[
+        date | None, Query(alias="startDate", description="First day a journey may start (site time zone).")
+    ] = None,
+    end_date: Annotated[
+        date | None, Query(alias="endDate", description="Last day a journey may start, inclusive.")
+    ] = None,
+) -> JourneyRange:
+    start, end = date_range(site, start_date, end_date)
+    return JourneyRange(site_id=site["id"], start_date=start, end_date=end, timezone=site["timezone"])
+
+
+Range = Annotated[JourneyRange, Depends(journey_range)]
+Converted = Annotated[
+    bool | None, Query(description="true: only journeys with a purchase; false: only those without.")
+]
+Offset = Annotated[int, Query(ge=0)]
+
+
+@router.get("/journeys/{siteId}", response_model=JourneyPage, response_model_by_alias=True)
+def journeys(
+    request: Request,
+    query: Range,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Offset = 0,
+    converted: Converted = None,
+) -> JourneyPage:
+    """Journeys started in the range, newest first. `total` counts every journey matching the filter
+    (for paging); `eventCount` counts the journey's events with each order one purchase;
+    `durationSeconds` runs from the first to the last of them; `entryUrl`/`exitUrl` are the first and
+    last pages seen; `revenue` lists the journey's sales per currency."""
+    return list_journeys(request.app.state.engine, query, limit=limit, offset=offset, converted=converted)
+
+
+@router.get("/journeys/{siteId}/stats", response_model=JourneyStats, response_model_by_alias=True)
+def stats(request: Request, query: Range) -> JourneyStats:
+    """Over the journeys started in the range: `totalJourneys`, `convertedJourneys`, `conversionRate`
+    (converted / total), `avgEventsPerJourney`, `avgDurationSeconds` and `medianDurationSeconds` (0 when
+    there are none), `uniquePeople` (the person of each journey's first event), and
+    `revenueByCurrency` with the number of orders per currency; `mixedCurrency` when more than one."""
+    return journey_stats(request.app.state.engine, query)
+
+
+@router.get("/journeys/{siteId}/funnel", response_model=JourneyFunnel, response_model_by_alias=True)
+def funnel(request: Request, query: Range) -> JourneyFunnel:
+    """Journey-level stages of the storefront path page_view → product_view → add_to_cart →
+    checkout_begin → purchase: a journey counts at a stage when it contains that event (anywhere, in any
+    order); `rate` is the count over all journeys started in the range (`totalJourneys`)."""
+    return journey_funnel(request.app.state.engine, query)
+
+
+EXPORT_COLUMNS = (
+    "journeyId", "personId", "visitorId", "startedAt", "endedAt", "durationSeconds", "eventCount", "converted",
+    "entryUrl", "exitUrl", "revenue",
+)  # fmt: skip
+
+
+def _csv_line(values: list[Any]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\r\n").writerow(values)
+    return buffer.getvalue()
+
+
+def _csv_rows(rows: Iterator[Journey]) -> Iterator[str]:
+    yield _csv_line(list(EXPORT_COLUMNS))
+    for journey in rows:
+        row = journey.model_dump(by_alias=True, mode="json")
+        row["revenue"] = ";".join(f"{r['currency']} {r['amount']}" for r in row["revenue"])
+        row["converted"] = "true" if row["converted"] else "false"
+        yield _csv_line(["" if row[c] is None else row[c] for c in EXPORT_COLUMNS])
+
+
+def _json_rows(rows: Iterator[Journey]) -> Iterator[bytes]:
+    yield b"["
+    for index, journey in enumerate(rows):
+        yield (b"," if index else b"") + orjson.dumps(journey.model_dump(by_alias=True, mode="json"))
+    yield b"]"
+
+
+@router.get("/journeys/{siteId}/export")
+def export(
+    request: Request,
+    site: AnalyticsSite,
+    query: Range,
+    format: Annotated[
+        Literal["csv", "json"], Query(description="csv (RFC 4180, header row) or json (array).")
+    ] = "csv",
+    limit: Annotated[int, Query(ge=1, le=100_000)] = 10_000,
+    converted: Converted = None,
+) -> StreamingResponse:
+    """The list's rows from the newest on (at most `limit`), streamed row by row with the same numbers
+    as the list. CSV columns: journeyId, personId, visitorId, startedAt, endedAt, durationSeconds,
+    eventCount, converted, entryUrl, exitUrl, revenue (per currency as `EUR 30.5;USD 20`)."""
+    rows = iter_journeys(request.app.state.engine, query, limit=limit, converted=converted)
+    name = f"journeys-{site['id']}-{query.start_date}-{query.end_date}.{format}"
+    headers = {"Content-Disposition": f'attachment; filename="{name}"'}
+    if format == "csv":
+        return StreamingResponse(_csv_rows(rows), media_type="text/csv", headers=headers)
+    return StreamingResponse(_json_rows(rows), media_type="application/json", headers=headers)
+
+
+@router.get(
+    "/journeys/{siteId}/{journeyId}",
+    response_model=JourneyDetail,
+    response_model_by_alias=True,
+    responses={404: {"description": "JOURNEY_NOT_FOUND: no event of the site has this journey key."}},
+)
+def journey(request: Request, site: AnalyticsSite, journeyId: str) -> JourneyDetail:
+    """One journey by its key (a journeyId, or the sessionId of events without one), whatever its date:
+    the list fields, `events` as recorded in time order (a purchase event for an order included, with
+    its metadata parsed) and `orders`, the sales counted in it. Unknown keys answer 404."""
+    found = get_journey(request.app.state.engine, site_id=site["id"], journey_id=journeyId)
+    if found is None:
+        raise NotFound(f"No journey '{journeyId}' on this site", code="JOURNEY_NOT_FOUND")
+    return found
+
+
+@router.get(
+    "/event-sequences/{siteId}/insights",
+    response_model=SequenceInsights,
+    response_model_by_alias=True,
+)
+def sequences_insights(
+    request: Request,
+    query: Range,
+    limit: Annotated[int, Query(ge=1, le=100, description="Pairs and triples to return, each.")] = 20,
+) -> SequenceInsights:
+    """Event names in journey order (orders as `purchase`). `pairs` and `triples`: the most frequent
+    runs of consecutive names, with `count` (occurrences), `journeys` (journeys holding them at least
+    once) and `share` (journeys / `totalJourneys`). `nextEvents`: for each name, the name that most often
+    comes right after it, with its `count`, the `transitions` out of that name, and `share` of them."""
+    return sequence_insights(request.app.state.engine, query, limit=limit)
+
+
+@router.get("/event-sequences/{siteId}/raw", response_model=SequencePage, response_model_by_alias=True)
+def sequences_raw(
+    request: Request, query: Range, limit: Annotated[int, Query(ge=1, le=500)] = 50, offset: Offset = 0
+) -> SequencePage:
+    """Journeys started in the range as their event names in time order (orders as `purchase`), newest
+    first, paged; `total` counts every journey."""
+    return journey_sequences(request.app.state.engine, query, limit=limit, offset=offset)
+
+
+# Every route states the shared semantics after its own.
+for _route in router.routes:
+    if isinstance(_route, APIRoute):
+        _route.description = f"{_route.description}\n\n{SEMANTICS}"

@@ -1,0 +1,397 @@
+"""Journeys: the events of one `journey_id` (events without one fall back to their `session_id`), as
+lists, totals, a journey-level storefront funnel, one journey's timeline, and event-name sequences.
+
+Every report works on the same stream per journey (``journey_stream.sql``): the journey's events plus
+each sale (refunds apart) as a `purchase` at the order's time; a `purchase` event whose
+`metadata.orderId` names a sale is that sale, counted once. A journey is `converted` when its stream
+holds a `purchase`. Money comes from orders only, per currency, never summed across currencies. A
+journey belongs to a date range when its first event falls inside it (site time zone, inclusive days);
+its later events count wherever they fall.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import duckdb
+import orjson
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from queries import library
+from warehouse.engine import Engine
+
+STOREFRONT_PATH = ("page_view", "product_view", "add_to_cart", "checkout_begin", "purchase")
+EXPORT_BATCH_ROWS = 1000
+
+
+class _Camel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class Money(_Camel):
+    currency: str
+    amount: str
+
+
+class Journey(_Camel):
+    journey_id: str
+    person_id: str
+    visitor_id: str
+    started_at: datetime
+    ended_at: datetime
+    duration_seconds: float
+    event_count: int
+    converted: bool
+    entry_url: str | None
+    exit_url: str | None
+    revenue: list[Money]
+
+
+class JourneyPage(_Camel):
+    total: int
+    limit: int
+    offset: int
+    journeys: list[Journey]
+
+
+class CurrencyRevenue(_Camel):
+    currency: str
+    revenue: str
+    orders: int
+
+
+class JourneyStats(_Camel):
+    total_journeys: int
+    converted_journeys: int
+    conversion_rate: float
+    avg_events_per_journey: float
+    avg_duration_seconds: float
+    median_duration_seconds: float
+    unique_people: int
+    revenue_by_currency: list[CurrencyRevenue]
+    mixed_currency: bool
+
+
+class FunnelStage(_Camel):
+    event_name: str
+    count: int
+    rate: float
+
+
+class JourneyFunnel(_Camel):
+    total_journeys: int
+    stages: list[FunnelStage]
+
+
+class TimelineEvent(_Camel):
+    event_id: str
+    name: str
+    timestamp: datetime
+    url: str | None
+    entity_type: str | None
+    entity_id: str | None
+    product_item_code: str | None
+    category_path: str | None
+    metadata: dict[str, Any]
+
+
+class JourneyOrder(_Camel):
+    order_id: str
+    timestamp: datetime
+    currency: str
+    total: str
+    item_count: int | None
+
+
+class JourneyDetail(Journey):
+    events: list[TimelineEvent]
+    orders: list[JourneyOrder]
+
+
+class SequenceCount(_Camel):
+    sequence: list[str]
+    count: int
+    journeys: int
+    share: float
+
+
+class NextEvent(_Camel):
+    event_name: str
+    next_event_name: str
+    count: int
+    transitions: int
+    share: float
+
+
+class SequenceInsights(_Camel):
+    total_journeys: int
+    pairs: list[SequenceCount]
+    triples: list[SequenceCount]
+    next_events: list[NextEvent]
+
+
+class JourneySequence(_Camel):
+    journey_id: str
+    sequence: list[str]
+
+
+class SequencePage(_Camel):
+    total: int
+    limit: int
+    offset: int
+    journeys: list[JourneySequence]
+
+
+@dataclass(frozen=True)
+class JourneyRange:
+    """Journeys of a site whose first event falls between two inclusive days of the site time zone."""
+
+    site_id: str
+    start_date: date
+    end_date: date
+    timezone: str = "UTC"
+
+    def params(self) -> dict[str, Any]:
+        zone = ZoneInfo(self.timezone)
+        range_start = datetime.combine(self.start_date, time.min, zone)
+        range_end = datetime.combine(self.end_date + timedelta(days=1), time.min, zone)
+        return {
+            "site_id": self.site_id,
+            "range_start": range_start,
+            "range_end": range_end,
+            "scan_start": range_start.astimezone(UTC).date(),
+            "scan_end": (range_end - timedelta(microseconds=1)).astimezone(UTC).date(),
+        }
+
+
+# --- small pure helpers ------------------------------------------------------------------------------
+
+
+def _rate(part: int, whole: int) -> float:
+    return round(part / whole, 6) if whole else 0.0
+
+
+def _money(value: Decimal | None) -> str:
+    return format(value.normalize(), "f") if value else "0"
+
+
+def _seconds(value: float | None) -> float:
+    return round(float(value), 3) if value is not None else 0.0
+
+
+def _journey(row: dict[str, Any]) -> Journey:
+    return Journey(
+        journey_id=row["journey_key"], person_id=row["person_id"], visitor_id=row["visitor_id"],
+        started_at=row["started_at"], ended_at=row["ended_at"], duration_seconds=_seconds(row["duration_seconds"]),
+        event_count=row["event_count"], converted=row["converted"], entry_url=row["entry_url"],
+        exit_url=row["exit_url"],
+        revenue=[Money(currency=r["currency"], amount=_money(r["amount"])) for r in row["revenue"]],
+    )  # fmt: skip
+
+
+# --- running the shared steps on one cursor ------------------------------------------------------------
+
+
+def _run(cursor: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    return cursor.sql(library.sql(name), params=params).to_arrow_table().to_pylist()
+
+
+def _execute(cursor: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> None:
+    cursor.execute(library.sql(name), params)
+
+
+@contextmanager
+def _journeys_of(
+    engine: Engine, *, keys: str, params: dict[str, Any], scan_from: date = date.min
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A cursor holding the temporary tables `journey_keys` (chosen by the ``keys`` query),
+    `journey_stream` and `journey_summary`; temporary tables belong to their cursor alone.
+    ``scan_from``: no chosen journey has events in an earlier partition."""
+    cursor = engine.cursor()
+    try:
+        _execute(cursor, keys, params)
+        _execute(cursor, "journey_stream", {"site_id": params["site_id"], "scan_from": scan_from})
+        _execute(cursor, "journey_summary", {})
+        yield cursor
+    finally:
+        cursor.close()
+
+
+def _in_range(engine: Engine, query: JourneyRange) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+    params = query.params()
+    return _journeys_of(engine, keys="journey_started", params=params, scan_from=params["scan_start"])
+
+
+# --- the reports ----------------------------------------------------------------------------------------
+
+
+def list_journeys(
+    engine: Engine, query: JourneyRange, *, limit: int, offset: int, converted: bool | None = None
+) -> JourneyPage:
+    """Journeys started in the range, newest first, paged; `total` counts every journey matching
+    the `converted` filter (None: all)."""
+    with _in_range(engine, query) as cursor:
+        total = _run(cursor, "journey_count", {"converted": converted})[0]["total"]
+        rows = _run(cursor, "journey_list", {"converted": converted, "limit": limit, "offset": offset})
+    return JourneyPage(total=total, limit=limit, offset=offset, journeys=[_journey(r) for r in rows])
+
+
+def iter_journeys(
+    engine: Engine, query: JourneyRange, *, limit: int, converted: bool | None = None
+) -> Iterator[Journey]:
+    """The rows of `list_journeys` from the first on, at most ``limit``, fetched in batches so an
+    export never holds them all at once."""
+    with _in_range(engine, query) as cursor:
+        params = {"converted": converted, "limit": limit, "offset": 0}
+        reader = cursor.sql(library.sql("journey_list"), params=params).to_arrow_reader(EXPORT_BATCH_ROWS)
+        for batch in reader:
+            for row in batch.to_pylist():
+                yield _journey(row)
+
+
+def journey_stats(engine: Engine, query: JourneyRange) -> JourneyStats:
+    """Journeys started in the range: how many, how many converted, entries and duration per journey
+    (mean and median), distinct people (of each journey's first entry), and sales per currency."""
+    with _in_range(engine, query) as cursor:
+        totals = _run(cursor, "journey_stats", {})[0]
+        revenue = _run(cursor, "journey_revenue", {})
+    journeys = totals["journeys"]
+    return JourneyStats(
+        total_journeys=journeys,
+        converted_journeys=totals["converted"],
+        conversion_rate=_rate(totals["converted"], journeys),
+        avg_events_per_journey=round(totals["events"] / journeys, 3) if journeys else 0.0,
+        avg_duration_seconds=round(float(totals["duration_seconds"]) / journeys, 3) if journeys else 0.0,
+        median_duration_seconds=_seconds(totals["median_duration_seconds"]),
+        unique_people=totals["people"],
+        revenue_by_currency=[
+            CurrencyRevenue(currency=r["currency"], revenue=_money(r["revenue"]), orders=r["orders"])
+            for r in revenue
+        ],
+        mixed_currency=len(revenue) > 1,
+    )
+
+
+def journey_funnel(
+    engine: Engine, query: JourneyRange, stages: tuple[str, ...] = STOREFRONT_PATH
+) -> JourneyFunnel:
+    """For each stage, the journeys started in the range that contain that event (anywhere, in any
+    order), and their share of all those journeys."""
+    with _in_range(engine, query) as cursor:
+        total = _run(cursor, "journey_count", {"converted": None})[0]["total"]
+        counts = {r["name"]: r["journeys"] for r in _run(cursor, "journey_funnel", {"stages": list(stages)})}
+    return JourneyFunnel(
+        total_journeys=total,
+        stages=[
+            FunnelStage(event_name=name, count=counts.get(name, 0), rate=_rate(counts.get(name, 0), total))
+            for name in stages
+        ],
+    )
+
+
+def get_journey(engine: Engine, *, site_id: str, journey_id: str) -> JourneyDetail | None:
+    """One journey with its recorded events in time order and the sales counted in it; None when
+    no event of the site carries that journey (or session) key."""
+    params = {"site_id": site_id, "journey_key": journey_id}
+    with _journeys_of(engine, keys="journey_one", params=params) as cursor:
+        summary = _run(cursor, "journey_list", {"converted": None, "limit": 1, "offset": 0})
+        if not summary:
+            return None
+        events = _run(cursor, "journey_timeline", params)
+        orders = _run(cursor, "journey_orders", {"site_id": site_id})
+    return JourneyDetail(
+        **_journey(summary[0]).model_dump(),
+        events=[
+            TimelineEvent(
+                event_id=e["event_id"],
+                name=e["name"],
+                timestamp=e["ts"],
+                url=e["url"],
+                entity_type=e["entity_type"],
+                entity_id=e["entity_id"],
+                product_item_code=e["product_item_code"],
+                category_path=e["category_path"],
+                metadata=orjson.loads(e["metadata"]) if e["metadata"] else {},
+            )
+            for e in events
+        ],
+        orders=[
+            JourneyOrder(
+                order_id=o["order_id"],
+                timestamp=o["ts"],
+                currency=o["currency"],
+                total=_money(o["total"]),
+                item_count=o["item_count"],
+            )
+            for o in orders
+        ],
+    )
+
+
+def _top(rows: list[dict[str, Any]], total: int, limit: int) -> list[SequenceCount]:
+    ranked = sorted(rows, key=lambda r: (-r["occurrences"], -r["journeys"], r["sequence"]))[:limit]
+    return [
+        SequenceCount(
+            sequence=r["sequence"],
+            count=r["occurrences"],
+            journeys=r["journeys"],
+            share=_rate(r["journeys"], total),
+        )
+        for r in ranked
+    ]
+
+
+def next_events(pairs: list[dict[str, Any]]) -> list[NextEvent]:
+    """For each event name, the name that most often comes right after it in a journey (ties: by
+    name), with its share of all transitions out of that name."""
+    out_of: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for pair in pairs:
+        first, second = pair["sequence"]
+        out_of[first].append((second, pair["occurrences"]))
+    result = []
+    for name in sorted(out_of):
+        transitions = sum(count for _, count in out_of[name])
+        best, count = min(out_of[name], key=lambda item: (-item[1], item[0]))
+        result.append(NextEvent(event_name=name, next_event_name=best, count=count, transitions=transitions,
+                                share=_rate(count, transitions)))  # fmt: skip
+    return result
+
+
+def sequence_insights(engine: Engine, query: JourneyRange, *, limit: int) -> SequenceInsights:
+    """The most frequent consecutive pairs and triples of event names inside journeys started in the
+    range (count: occurrences; journeys and share: journeys containing them at least once), and the most
+    common next event after each event name."""
+    with _in_range(engine, query) as cursor:
+        total = _run(cursor, "journey_count", {"converted": None})[0]["total"]
+        rows = _run(cursor, "journey_transitions", {})
+    pairs, triples = [], []
+    for row in rows:
+        if row["third"] is None:
+            pairs.append({**row, "sequence": [row["first"], row["second"]]})
+        else:
+            triples.append({**row, "sequence": [row["first"], row["second"], row["third"]]})
+    return SequenceInsights(
+        total_journeys=total,
+        pairs=_top(pairs, total, limit),
+        triples=_top(triples, total, limit),
+        next_events=next_events(pairs),
+    )
+
+
+def journey_sequences(engine: Engine, query: JourneyRange, *, limit: int, offset: int) -> SequencePage:
+    """Journeys started in the range as their entry names in time order, newest first, paged."""
+    with _in_range(engine, query) as cursor:
+        total = _run(cursor, "journey_count", {"converted": None})[0]["total"]
+        rows = _run(cursor, "journey_sequences", {"limit": limit, "offset": offset})
+    return SequencePage(
+        total=total, limit=limit, offset=offset,
+        journeys=[JourneySequence(journey_id=r["journey_key"], sequence=r["sequence"]) for r in rows],
+    )  # fmt: skip

@@ -1,0 +1,9 @@
+-- Journeys of `journey_stream` that contain each of $stages (in any order), one row per stage name.
+WITH contained AS (
+    SELECT DISTINCT journey_key, name
+    FROM journey_stream
+    WHERE list_contains($stages, name)
+)
+SELECT name, count(*) AS journeys
+FROM contained
+GROUP BY name

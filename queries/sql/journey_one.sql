@@ -1,0 +1,5 @@
+-- One journey by its key (a journey_id, or the session_id of events that carry none), if it has events.
+CREATE OR REPLACE TEMP TABLE journey_keys AS
+SELECT DISTINCT coalesce(nullif(journey_id, ''), session_id) AS journey_key
+FROM events
+WHERE site_id = $site_id AND coalesce(nullif(journey_id, ''), session_id) = $journey_key
