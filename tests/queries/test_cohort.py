@@ -4,23 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-import pytest
-
-from ingest.service import Ingest
 from queries.cohort import CohortQuery, cohort_report
 from tests.queries.helpers import SITE, journeys_for
-from warehouse.engine import Engine
 
 NOW = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def lake(tmp_path):
-    ingest = Ingest(data_dir=tmp_path / "data", flush_interval_seconds=3600)
-    engine = Engine(ingest.lake)
-    yield ingest, engine
-    engine.close()
-    ingest.stop()
 
 
 def weekly(engine, *, start="2024-01-01", end="2024-01-14", periods=3, now=NOW, **kwargs):

@@ -6,25 +6,13 @@ from __future__ import annotations
 import itertools
 from datetime import date
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.service import Ingest
 from queries.funnel import FunnelQuery, funnel, person_progress, summarise
 from tests.queries.helpers import SITE, journeys_for
-from warehouse.engine import Engine
 
 DAY = date(2024, 1, 10)
-
-
-@pytest.fixture
-def lake(tmp_path):
-    ingest = Ingest(data_dir=tmp_path / "data", flush_interval_seconds=3600)
-    engine = Engine(ingest.lake)
-    yield ingest, engine
-    engine.close()
-    ingest.stop()
 
 
 def run(engine, steps, **kwargs):

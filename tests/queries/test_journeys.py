@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from datetime import date
 
-import pytest
-
-from ingest.service import Ingest
 from queries.journeys import (
     JourneyRange,
     get_journey,
@@ -19,18 +16,8 @@ from queries.journeys import (
     sequence_insights,
 )
 from tests.queries.helpers import SITE, journeys_for
-from warehouse.engine import Engine
 
 DAY = date(2024, 1, 10)
-
-
-@pytest.fixture
-def lake(tmp_path):
-    ingest = Ingest(data_dir=tmp_path / "data", flush_interval_seconds=3600)
-    engine = Engine(ingest.lake)
-    yield ingest, engine
-    engine.close()
-    ingest.stop()
 
 
 def at(hour: int, minute: int = 0, second: int = 0, day: int = 10) -> str:
