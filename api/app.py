@@ -11,6 +11,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from aisle.settings import Settings
 from api import openapi_bodies
 from api.analytics.cohorts import router as cohorts_router
+from api.analytics.funnel_definitions import router as funnel_definitions_router
 from api.analytics.funnels import router as funnels_router
 from api.analytics.journeys import router as journeys_router
 from api.analytics.overview import router as overview_router
@@ -83,9 +84,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     install_error_handlers(app)
     # Routes are matched in order: the storefront's ingest routes, by far the busiest, come first.
+    # Funnel definitions come before funnels so `/funnels/definitions/...` is never read as a site id.
     for router in (
         public_ingest_router, public_router, health_router, auth_router, sites_router, admin_router, tracking_router,
-        funnels_router, cohorts_router, journeys_router, overview_router, site_events_router,
+        funnel_definitions_router, funnels_router, cohorts_router, journeys_router, overview_router, site_events_router,
     ):  # fmt: skip
         app.include_router(router, prefix=API_PREFIX)
     openapi_bodies.install(app, error_response=ERROR_RESPONSE_SCHEMA)

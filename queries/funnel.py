@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
-from itertools import groupby
-from typing import Literal
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
+import pyarrow as pa
 from pydantic import BaseModel, Field
 
 from queries import library
@@ -22,6 +23,7 @@ from warehouse.engine import Engine
 
 Order = Literal["sequential", "strict", "any"]
 DEFAULT_WINDOW_SECONDS = 14 * 24 * 3600
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class FunnelStep(BaseModel):
@@ -150,39 +152,63 @@ def _utc_bounds(query: FunnelQuery) -> tuple[datetime, datetime]:
     return start, end
 
 
+def _scan_params(query: FunnelQuery) -> tuple[dict[str, Any], tuple[int, int]]:
+    """The bound parameters of ``funnel_sequences`` and the entry range in epoch µs."""
+    entry_start, entry_end = _utc_bounds(query)
+    scan_end = entry_end + timedelta(seconds=query.window_seconds)
+    params = {
+        "site_id": query.site_id,
+        "scan_start": entry_start.date() - timedelta(days=1),
+        "scan_end": scan_end.date() + timedelta(days=1),
+        "scan_end_ts": scan_end,
+        "entry_start": entry_start,
+        "entry_end": entry_end,
+        "first_step": query.steps[0],
+        "all_names": query.order == "strict",
+        "step_names": list(dict.fromkeys(query.steps)),
+    }
+    return params, (int(entry_start.timestamp() * 1e6), int(entry_end.timestamp() * 1e6))
+
+
+def _people(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[str, list[tuple[int, str]]]]:
+    """(person_id, [(epoch-µs, name), ...]) per person from rows ordered by person, then time; a
+    person's rows may run across batches."""
+    current = ""
+    events: list[tuple[int, str]] = []
+    for batch in batches:
+        columns = (batch.column(n).to_pylist() for n in ("person_id", "ts_us", "name"))
+        for person, ts, name in zip(*columns, strict=True):
+            if person != current and events:
+                yield current, events
+                events = []
+            current = person
+            events.append((ts, name))
+    if events:
+        yield current, events
+
+
+def funnel_progress(engine: Engine, query: FunnelQuery) -> Iterator[tuple[str, list[int]]]:
+    """Every person who entered the funnel, in person-id order, with the epoch-µs times of the steps
+    of their first most complete conversion (``times[k]`` is when step ``k`` was reached). Streamed
+    from the engine batch by batch: the report and the per-person export both read this."""
+    params, entry = _scan_params(query)
+    window_us = query.window_seconds * 1_000_000
+    for person_id, events in _people(library.stream(engine, "funnel_sequences", params)):
+        times = person_progress(events, query.steps, window_us=window_us, order=query.order, entry=entry)
+        if times:
+            yield person_id, times
+
+
 def funnel(engine: Engine, query: FunnelQuery) -> FunnelReport:
     """People entering by step 1 between ``start_date`` and ``end_date`` (inclusive, site time zone)
     and how far each got within ``window_seconds`` of their start, under the step ``order``."""
-    entry_start, entry_end = _utc_bounds(query)
-    scan_end = entry_end + timedelta(seconds=query.window_seconds)
-    table = library.run(
-        engine,
-        "funnel_sequences",
-        {
-            "site_id": query.site_id,
-            "scan_start": entry_start.date() - timedelta(days=1),
-            "scan_end": scan_end.date() + timedelta(days=1),
-            "scan_end_ts": scan_end,
-            "entry_start": entry_start,
-            "entry_end": entry_end,
-            "first_step": query.steps[0],
-            "all_names": query.order == "strict",
-            "step_names": list(dict.fromkeys(query.steps)),
-        },
-    )
-    window_us = query.window_seconds * 1_000_000
-    entry = (int(entry_start.timestamp() * 1e6), int(entry_end.timestamp() * 1e6))
-    rows = zip(
-        table["person_id"].to_pylist(), table["ts_us"].to_pylist(), table["name"].to_pylist(), strict=True
-    )
-    progress = [
-        person_progress(
-            [(ts, name) for _, ts, name in group],
-            query.steps,
-            window_us=window_us,
-            order=query.order,
-            entry=entry,
-        )  # fmt: skip
-        for _, group in groupby(rows, key=lambda row: row[0])
-    ]
-    return summarise(progress, query.steps)
+    return summarise([times for _, times in funnel_progress(engine, query)], query.steps)
+
+
+def people_at_step(engine: Engine, query: FunnelQuery, *, step: int) -> Iterator[tuple[str, datetime]]:
+    """The people who reached step number ``step`` (0-based) of the funnel, with the UTC time they
+    reached it on their first most complete conversion: the people counted at that step of the
+    report, in person-id order."""
+    for person_id, times in funnel_progress(engine, query):
+        if len(times) > step:
+            yield person_id, EPOCH + timedelta(microseconds=times[step])

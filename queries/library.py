@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -23,5 +24,17 @@ def run(engine: Engine, name: str, params: dict[str, Any]) -> pa.Table:
     cursor = engine.cursor()
     try:
         return cursor.sql(sql(name), params=params).to_arrow_table()
+    finally:
+        cursor.close()
+
+
+def stream(
+    engine: Engine, name: str, params: dict[str, Any], *, batch_rows: int = 65_536
+) -> Iterator[pa.RecordBatch]:
+    """Run one named query and hand its answer back in record batches, so a large answer never sits
+    whole in memory. The cursor closes when the iteration ends or is abandoned."""
+    cursor = engine.cursor()
+    try:
+        yield from cursor.sql(sql(name), params=params).to_arrow_reader(batch_rows)
     finally:
         cursor.close()

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import csv
+import io
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import date, datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
-from fastapi import APIRouter, Depends, Query, Request
+import orjson
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import StreamingResponse
 
 from api.auth.permissions import ANALYTICS_VIEW
 from api.deps import CurrentUser, StoreDep, load_owned_site
 from api.errors import BadRequest, Forbidden
 from ingest.event_names import CANONICAL_EVENT_NAMES
-from queries.funnel import DEFAULT_WINDOW_SECONDS, FunnelQuery, FunnelReport, Order, funnel
+from queries.funnel import DEFAULT_WINDOW_SECONDS, FunnelQuery, FunnelReport, Order, funnel, people_at_step
 
 router = APIRouter(prefix="/analytics", tags=["analytics"])
 
@@ -31,8 +36,11 @@ def analytics_site(store: StoreDep, principal: CurrentUser, siteId: str) -> dict
 AnalyticsSite = Annotated[dict[str, Any], Depends(analytics_site)]
 
 
-def parse_steps(steps: str) -> tuple[str, ...]:
-    names = tuple(s.strip() for s in steps.split(",") if s.strip())
+def parse_steps(steps: str | Sequence[str]) -> tuple[str, ...]:
+    """Validated step names from `a,b,c` or a list of names: at least two, at most MAX_STEPS, all
+    canonical; repeats allowed."""
+    parts = steps.split(",") if isinstance(steps, str) else steps
+    names = tuple(s.strip() for s in parts if s.strip())
     if len(names) < 2:
         raise BadRequest(
             "A funnel needs at least two steps: steps=page_view,add_to_cart", code="FUNNEL_NEEDS_TWO_STEPS"
@@ -59,9 +67,7 @@ def date_range(site: dict[str, Any], start: date | None, end: date | None) -> tu
     return start, end
 
 
-@router.get("/funnels/{siteId}", response_model=FunnelReport, response_model_by_alias=True)
-def get_funnel(
-    request: Request,
+def funnel_filters(
     site: AnalyticsSite,
     steps: Annotated[
         str, Query(description="Comma-separated canonical event names, in order; repeats allowed.")
@@ -86,15 +92,137 @@ def get_funnel(
             "strict: no other event of the person between steps; any: steps after step 1 in any order."
         ),
     ] = "sequential",  # fmt: skip
-) -> FunnelReport:
+) -> FunnelQuery:
+    """The funnel of the query string, for a site the caller may analyse."""
+    names = parse_steps(steps)
+    start, end = date_range(site, start_date, end_date)
+    return FunnelQuery(
+        site_id=site["id"], steps=names, start_date=start, end_date=end, timezone=site["timezone"],
+        window_seconds=window_seconds, order=order,
+    )  # fmt: skip
+
+
+FunnelFilters = Annotated[FunnelQuery, Depends(funnel_filters)]
+ExportFormat = Annotated[
+    Literal["csv", "json"], Query(description="csv (RFC 4180, header row) or json (array of objects).")
+]
+STEP_COLUMNS = (
+    "eventName", "count", "conversionRate", "dropOff", "avgTimeToConvertSeconds", "medianTimeToConvertSeconds",
+)  # fmt: skip
+PERSON_COLUMNS = ("personId", "reachedAt")
+PERSON_ROW_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "personId": {
+            "type": "string",
+            "description": "The linked user when ever identified, else the visitor.",
+        },
+        "reachedAt": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the step was reached, UTC.",
+        },
+    },
+    "required": list(PERSON_COLUMNS),
+}
+
+
+def export_responses(description: str, row_schema: dict[str, Any]) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI for a streamed export: CSV text with a header row, or a JSON array of rows."""
+    return {
+        200: {
+            "description": description,
+            "content": {
+                "text/csv": {"schema": {"type": "string", "description": "RFC 4180, header row first."}},
+                "application/json": {"schema": {"type": "array", "items": row_schema}},
+            },
+        }
+    }
+
+
+@router.get("/funnels/{siteId}", response_model=FunnelReport, response_model_by_alias=True)
+def get_funnel(request: Request, query: FunnelFilters) -> FunnelReport:
     """People are counted once (the linked user when the visitor was ever identified, else the visitor),
     at the furthest step reached. Every step-1 event in the date range is a possible start; times come
     from each person's first most complete conversion. Orders count as `purchase` events, once.
     `conversionRate` is relative to people entered; `dropOff` is the people lost since the previous step."""
-    names = parse_steps(steps)
-    start, end = date_range(site, start_date, end_date)
-    query = FunnelQuery(
-        site_id=site["id"], steps=names, start_date=start, end_date=end, timezone=site["timezone"],
-        window_seconds=window_seconds, order=order,
-    )  # fmt: skip
     return funnel(request.app.state.engine, query)
+
+
+def _csv_line(values: Iterable[Any]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\r\n").writerow(["" if v is None else v for v in values])
+    return buffer.getvalue()
+
+
+def _csv(columns: tuple[str, ...], rows: Iterable[dict[str, Any]]) -> Iterator[str]:
+    yield _csv_line(columns)
+    for row in rows:
+        yield _csv_line(row[c] for c in columns)
+
+
+def _json_array(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+    yield b"["
+    for index, row in enumerate(rows):
+        yield (b"," if index else b"") + orjson.dumps(row)
+    yield b"]"
+
+
+def _stream(
+    rows: Iterable[dict[str, Any]], *, columns: tuple[str, ...], format: str, name: str
+) -> StreamingResponse:
+    headers = {"Content-Disposition": f'attachment; filename="{name}.{format}"'}
+    if format == "csv":
+        return StreamingResponse(_csv(columns, rows), media_type="text/csv; charset=utf-8", headers=headers)
+    return StreamingResponse(_json_array(rows), media_type="application/json", headers=headers)
+
+
+def _export_name(kind: str, query: FunnelQuery) -> str:
+    return f"{kind}-{query.site_id}-{query.start_date}-{query.end_date}"
+
+
+@router.get(
+    "/funnels/{siteId}/export",
+    response_class=StreamingResponse,
+    responses=export_responses("The report's steps as rows.", {"$ref": "#/components/schemas/FunnelStep"}),
+)
+def export_funnel(request: Request, query: FunnelFilters, format: ExportFormat) -> StreamingResponse:
+    """The steps of the funnel report, one row each in step order, with the report's numbers: columns
+    `eventName, count, conversionRate, dropOff, avgTimeToConvertSeconds, medianTimeToConvertSeconds`
+    (times empty in CSV and null in JSON where the report has none). Same parameters as the report."""
+    report = funnel(request.app.state.engine, query)
+    rows = (step.model_dump(by_alias=True) for step in report.steps)
+    return _stream(rows, columns=STEP_COLUMNS, format=format, name=_export_name("funnel", query))
+
+
+@router.get(
+    "/funnels/{siteId}/steps/{eventName}/export",
+    response_class=StreamingResponse,
+    responses=export_responses("The people who reached the step.", PERSON_ROW_SCHEMA),
+)
+def export_funnel_step(
+    request: Request,
+    query: FunnelFilters,
+    event_name: Annotated[str, Path(alias="eventName", description="One of the funnel's steps.")],
+    format: ExportFormat,
+) -> StreamingResponse:
+    """The people who reached the step (the ones the report counts there), streamed in person-id
+    order: columns `personId` (the linked user when the visitor was ever identified, else the
+    visitor) and `reachedAt` (ISO 8601, UTC) from their first most complete conversion. When the
+    name appears more than once in `steps`, its first occurrence is the step. A name that is not one
+    of the steps answers 400 `STEP_NOT_IN_FUNNEL`."""
+    if event_name not in query.steps:
+        raise BadRequest(
+            f"'{event_name}' is not a step of this funnel; use one of: {', '.join(query.steps)}",
+            code="STEP_NOT_IN_FUNNEL",
+            details={"steps": list(query.steps)},
+        )
+    people = people_at_step(request.app.state.engine, query, step=query.steps.index(event_name))
+    rows = ({"personId": person, "reachedAt": _iso_utc(at)} for person, at in people)
+    return _stream(
+        rows, columns=PERSON_COLUMNS, format=format, name=_export_name(f"funnel-{event_name}", query)
+    )
+
+
+def _iso_utc(at: datetime) -> str:
+    return at.isoformat().replace("+00:00", "Z")

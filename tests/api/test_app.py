@@ -50,7 +50,7 @@ def test_health_reports_each_check(client):
     body = client.get("/health").json()
     assert body["status"] == "ok"
     assert set(body["checks"]) == {"configStore", "dataDir"}
-    assert body["checks"]["configStore"]["detail"] == "schema 0002"
+    assert body["checks"]["configStore"]["detail"] == "schema 0003"
 
 
 def test_health_is_503_when_the_data_dir_is_gone(client, settings):

@@ -154,3 +154,18 @@ identity_links = Table(
     Column("user_id", String(128), primary_key=True),
     _created_at(),
 )
+
+funnel_definitions = Table(
+    "funnel_definitions",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("site_id", String(36), ForeignKey("sites.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column("name", String(200), nullable=False),
+    Column("description", Text, nullable=True),
+    Column("steps", JSON, nullable=False),
+    Column("window_seconds", Integer, nullable=False),
+    Column("order", String(16), nullable=False),
+    Column("created_by", String(36), nullable=True),
+    _created_at(),
+    Column("updated_at", UTCDateTime(), nullable=False),
+)

@@ -1,0 +1,84 @@
+"""Bodies and answers of the funnel definition routes."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from pydantic import Field, model_validator
+
+from api.analytics.funnels import MAX_STEPS, MAX_WINDOW_SECONDS
+from api.schemas import CamelModel, StrictCamelModel
+from queries.funnel import DEFAULT_WINDOW_SECONDS, FunnelReport, Order
+
+STEPS_DESCRIPTION = (
+    f"Canonical event names in funnel order: at least two, at most {MAX_STEPS}; a name repeated means "
+    "the person must do it again."
+)
+WINDOW_DESCRIPTION = "Conversion window from step 1 in seconds, inclusive: 1 second to 365 days."
+ORDER_DESCRIPTION = (
+    "sequential: each step after the previous, other events may come between; strict: no other event of "
+    "the person between steps; any: steps after step 1 in any order."
+)
+
+
+class FunnelDefinitionCreate(StrictCamelModel):
+    site_id: str = Field(description="The site the funnel belongs to; it must be your organisation's.")
+    name: str = Field(min_length=1, max_length=200)
+    description: str | None = Field(default=None, max_length=2000)
+    steps: list[str] = Field(description=STEPS_DESCRIPTION)
+    window_seconds: int = Field(
+        default=DEFAULT_WINDOW_SECONDS, ge=1, le=MAX_WINDOW_SECONDS, description=WINDOW_DESCRIPTION
+    )
+    order: Order = Field(default="sequential", description=ORDER_DESCRIPTION)
+
+
+class FunnelDefinitionUpdate(StrictCamelModel):
+    """Partial update: fields left out keep their value; `description: null` clears the description."""
+
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    description: str | None = Field(default=None, max_length=2000)
+    steps: list[str] | None = Field(default=None, description=STEPS_DESCRIPTION)
+    window_seconds: int | None = Field(
+        default=None, ge=1, le=MAX_WINDOW_SECONDS, description=WINDOW_DESCRIPTION
+    )
+    order: Order | None = Field(default=None, description=ORDER_DESCRIPTION)
+
+    @model_validator(mode="after")
+    def _required_fields_are_not_null(self) -> FunnelDefinitionUpdate:
+        nulls = [
+            name
+            for name in ("name", "steps", "window_seconds", "order")
+            if name in self.model_fields_set and getattr(self, name) is None
+        ]
+        if nulls:
+            raise ValueError(f"Leave out a field to keep its value; it cannot be null: {', '.join(nulls)}")
+        return self
+
+
+class FunnelDefinitionOut(CamelModel):
+    id: str
+    site_id: str
+    name: str
+    description: str | None
+    steps: list[str]
+    window_seconds: int
+    order: Order
+    created_by: str | None = Field(description="The user who created it (or duplicated it).")
+    created_at: datetime
+    updated_at: datetime
+
+
+class FunnelTemplate(CamelModel):
+    key: str = Field(description="Stable identifier of the template.")
+    name: str
+    description: str
+    steps: list[str]
+    window_seconds: int
+    order: Order
+
+
+class FunnelDefinitionAnalysis(CamelModel):
+    definition: FunnelDefinitionOut
+    start_date: date = Field(description="First entry day, site time zone.")
+    end_date: date = Field(description="Last entry day, inclusive.")
+    report: FunnelReport

@@ -1,0 +1,172 @@
+"""Funnel definitions: saved funnels of a site, their templates, and running one."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+
+from api.analytics.funnel_definition_schemas import (
+    FunnelDefinitionAnalysis,
+    FunnelDefinitionCreate,
+    FunnelDefinitionOut,
+    FunnelDefinitionUpdate,
+    FunnelTemplate,
+)
+from api.analytics.funnels import analytics_site, date_range, parse_steps
+from api.deps import Principal
+from api.errors import Forbidden
+from queries.funnel import DEFAULT_WINDOW_SECONDS, FunnelQuery, funnel
+from warehouse.catalog import activity, funnel_definitions
+from warehouse.engine import Engine as QueryEngine
+
+NAME_MAX = 200
+COPY_SUFFIX = " (copy)"
+
+TEMPLATES: tuple[FunnelTemplate, ...] = (
+    FunnelTemplate(
+        key="browse_to_purchase", name="Browse to purchase",
+        description="From any page to a completed purchase, through a product page, the cart and checkout.",
+        steps=["page_view", "product_view", "add_to_cart", "checkout_begin", "purchase"],
+        window_seconds=DEFAULT_WINDOW_SECONDS, order="sequential",
+    ),
+    FunnelTemplate(
+        key="search_to_cart", name="Search to cart",
+        description="Searches that lead to a product page and an add to cart.",
+        steps=["search_query", "search_results", "product_view", "add_to_cart"],
+        window_seconds=24 * 3600, order="sequential",
+    ),
+    FunnelTemplate(
+        key="cart_to_checkout", name="Cart to checkout",
+        description="Carts that reach checkout and become a purchase.",
+        steps=["add_to_cart", "checkout_begin", "purchase"],
+        window_seconds=7 * 24 * 3600, order="sequential",
+    ),
+    FunnelTemplate(
+        key="category_to_cart", name="Category to cart",
+        description="Category browsing that leads to a product page and an add to cart.",
+        steps=["category_view", "product_view", "add_to_cart"],
+        window_seconds=24 * 3600, order="sequential",
+    ),
+    FunnelTemplate(
+        key="placement_to_cart", name="Placement to cart",
+        description="Personalised placements seen, clicked, and followed by an add to cart.",
+        steps=["impression", "click", "add_to_cart"],
+        window_seconds=24 * 3600, order="sequential",
+    ),
+    FunnelTemplate(
+        key="signup_to_first_purchase", name="Signup to first purchase",
+        description="New accounts that buy within 30 days.",
+        steps=["user_signup", "purchase"],
+        window_seconds=30 * 24 * 3600, order="sequential",
+    ),
+)  # fmt: skip
+
+
+def definition_out(definition: dict[str, Any]) -> FunnelDefinitionOut:
+    return FunnelDefinitionOut.model_validate(definition)
+
+
+def get_owned(
+    store: Engine, *, principal: Principal, definition_id: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The definition and its site, for a caller with `analytics:view` in the organisation that owns
+    the site. Unknown and foreign ids both answer 403 `SITE_ACCESS_DENIED`, so ids cannot be probed."""
+    with store.connect() as conn:
+        definition = funnel_definitions.get(conn, definition_id=definition_id)
+    if definition is None:
+        raise Forbidden("You do not have access to this funnel definition", code="SITE_ACCESS_DENIED")
+    site = analytics_site(store, principal, definition["site_id"])
+    return definition, site
+
+
+def _record(
+    conn: Connection, *, site: dict[str, Any], user_id: str, action: str, definition: dict[str, Any]
+) -> None:
+    activity.record(
+        conn, organization_id=site["organization_id"], site_id=site["id"], user_id=user_id,
+        action=action, details={"funnelDefinitionId": definition["id"], "name": definition["name"]},
+    )  # fmt: skip
+
+
+def create(store: Engine, *, principal: Principal, body: FunnelDefinitionCreate) -> dict[str, Any]:
+    site = analytics_site(store, principal, body.site_id)
+    steps = parse_steps(body.steps)
+    with store.begin() as conn:
+        definition = funnel_definitions.create(
+            conn, site_id=site["id"], name=body.name, description=body.description, steps=[*steps],
+            window_seconds=body.window_seconds, order=body.order, created_by=principal.user_id,
+        )  # fmt: skip
+        _record(
+            conn,
+            site=site,
+            user_id=principal.user_id,
+            action="funnel_definition.created",
+            definition=definition,
+        )
+    return definition
+
+
+def list_for_site(store: Engine, *, site: dict[str, Any]) -> list[dict[str, Any]]:
+    with store.connect() as conn:
+        return funnel_definitions.list(conn, site_id=site["id"])
+
+
+def update(
+    store: Engine,
+    *,
+    definition: dict[str, Any],
+    site: dict[str, Any],
+    user_id: str,
+    body: FunnelDefinitionUpdate,
+) -> dict[str, Any]:
+    values = body.model_dump(exclude_unset=True)
+    if "steps" in values:
+        values["steps"] = [*parse_steps(values["steps"])]
+    with store.begin() as conn:
+        updated = funnel_definitions.update(conn, definition_id=definition["id"], **values)
+        _record(conn, site=site, user_id=user_id, action="funnel_definition.updated", definition=updated)
+    return updated
+
+
+def delete(store: Engine, *, definition: dict[str, Any], site: dict[str, Any], user_id: str) -> None:
+    with store.begin() as conn:
+        funnel_definitions.delete(conn, definition_id=definition["id"])
+        _record(conn, site=site, user_id=user_id, action="funnel_definition.deleted", definition=definition)
+
+
+def copy_name(name: str) -> str:
+    """`<name> (copy)`, shortened so it still fits the name column."""
+    return name[: NAME_MAX - len(COPY_SUFFIX)] + COPY_SUFFIX
+
+
+def duplicate(
+    store: Engine, *, definition: dict[str, Any], site: dict[str, Any], user_id: str
+) -> dict[str, Any]:
+    with store.begin() as conn:
+        copy = funnel_definitions.create(
+            conn, site_id=definition["site_id"], name=copy_name(definition["name"]),
+            description=definition["description"], steps=definition["steps"],
+            window_seconds=definition["window_seconds"], order=definition["order"], created_by=user_id,
+        )  # fmt: skip
+        _record(conn, site=site, user_id=user_id, action="funnel_definition.created", definition=copy)
+    return copy
+
+
+def analyze(
+    engine: QueryEngine,
+    *,
+    definition: dict[str, Any],
+    site: dict[str, Any],
+    start_date: date | None,
+    end_date: date | None,
+) -> FunnelDefinitionAnalysis:
+    start, end = date_range(site, start_date, end_date)
+    query = FunnelQuery(
+        site_id=site["id"], steps=parse_steps(definition["steps"]), start_date=start, end_date=end,
+        timezone=site["timezone"], window_seconds=definition["window_seconds"], order=definition["order"],
+    )  # fmt: skip
+    return FunnelDefinitionAnalysis(
+        definition=definition_out(definition), start_date=start, end_date=end, report=funnel(engine, query)
+    )

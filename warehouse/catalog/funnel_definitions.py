@@ -1,0 +1,77 @@
+"""Funnel definitions: a site's saved funnels (steps, conversion window, step order)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, select
+from sqlalchemy import delete as sql_delete
+from sqlalchemy import update as sql_update
+
+from warehouse.catalog.rows import get_by_id, new_id, to_dict
+from warehouse.catalog.store import utcnow
+from warehouse.catalog.tables import funnel_definitions
+
+EDITABLE = frozenset({"name", "description", "steps", "window_seconds", "order"})
+
+
+def create(
+    conn: Connection,
+    *,
+    site_id: str,
+    name: str,
+    steps: list[str],
+    window_seconds: int,
+    order: str,
+    description: str | None = None,
+    created_by: str | None = None,
+) -> dict[str, Any]:
+    now = utcnow()
+    row = {
+        "id": new_id(),
+        "site_id": site_id,
+        "name": name,
+        "description": description,
+        "steps": [*steps],  # not list(): `list` below is this module's verb
+        "window_seconds": window_seconds,
+        "order": order,
+        "created_by": created_by,
+        "created_at": now,
+        "updated_at": now,
+    }
+    conn.execute(funnel_definitions.insert().values(**row))
+    return row
+
+
+def get(conn: Connection, *, definition_id: str) -> dict[str, Any] | None:
+    return get_by_id(conn, funnel_definitions, definition_id)
+
+
+def list(conn: Connection, *, site_id: str) -> list[dict[str, Any]]:
+    """A site's definitions, oldest first."""
+    rows = conn.execute(
+        select(funnel_definitions)
+        .where(funnel_definitions.c.site_id == site_id)
+        .order_by(funnel_definitions.c.created_at, funnel_definitions.c.id)
+    )
+    return [to_dict(r) for r in rows]
+
+
+def update(conn: Connection, *, definition_id: str, **values: Any) -> dict[str, Any] | None:
+    """Change the given editable fields; answers the stored row (None when it does not exist)."""
+    unknown = set(values) - EDITABLE
+    if unknown:
+        raise ValueError(f"Not editable: {', '.join(sorted(unknown))}")
+    if values:
+        conn.execute(
+            sql_update(funnel_definitions)
+            .where(funnel_definitions.c.id == definition_id)
+            .values(updated_at=utcnow(), **values)
+        )
+    return get(conn, definition_id=definition_id)
+
+
+def delete(conn: Connection, *, definition_id: str) -> bool:
+    """True when a definition was removed."""
+    result = conn.execute(sql_delete(funnel_definitions).where(funnel_definitions.c.id == definition_id))
+    return result.rowcount > 0
