@@ -10,8 +10,10 @@ import pytest
 
 from aisle.settings import Settings
 from api.app import create_app
+from ingest.service import Ingest
 from tests.factories import Session, make_user
 from tests.servers import LiveServer, PostgresServer, RedisServer
+from warehouse.engine import Engine
 
 # Argon2 at its default cost is slow on purpose; tests keep the algorithm and lower nothing else.
 os.environ.setdefault("AISLE_LOG_JSON", "true")
@@ -73,3 +75,13 @@ def postgres_server() -> Iterator[PostgresServer]:
 def postgres_url(postgres_server: PostgresServer, request) -> str:
     readable = "".join(ch if ch.isalnum() else "_" for ch in request.node.name.lower())[:40]
     return postgres_server.create_database(f"t_{readable}_{uuid.uuid4().hex[:16]}")
+
+
+@pytest.fixture
+def lake(tmp_path):
+    """An ingest service (flushed by hand) and an engine over the same fresh lake, without HTTP."""
+    ingest = Ingest(data_dir=tmp_path / "lake-data", flush_interval_seconds=3600)
+    engine = Engine(ingest.lake)
+    yield ingest, engine
+    engine.close()
+    ingest.stop()

@@ -5,24 +5,12 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 
 import pyarrow as pa
-import pytest
 
-from ingest.service import Ingest
 from queries.funnel import FunnelQuery, _people, funnel, funnel_progress, people_at_step, summarise
 from tests.queries.helpers import SITE, journeys_for
-from warehouse.engine import Engine
 
 DAY = date(2024, 1, 10)
 STEPS = ("page_view", "add_to_cart", "checkout_begin")
-
-
-@pytest.fixture
-def lake(tmp_path):
-    ingest = Ingest(data_dir=tmp_path / "data", flush_interval_seconds=3600)
-    engine = Engine(ingest.lake)
-    yield ingest, engine
-    engine.close()
-    ingest.stop()
 
 
 def at(hour: int, minute: int = 0, second: int = 0) -> str:

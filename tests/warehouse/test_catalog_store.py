@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import DateTime, Engine, delete, func, inspect, select, text
+from sqlalchemy import DateTime, delete, func, inspect, select, text
 from sqlalchemy.exc import IntegrityError
 
 from warehouse.catalog import activity, api_keys, backup_codes, organizations, refresh_tokens, sites, users
@@ -33,18 +31,6 @@ CONFIG_TABLES = {
     "sites",
     "users",
 }
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request, tmp_path: Path) -> Iterator[Engine]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'catalog' / 'aisle.db'}"
-    else:
-        url = request.getfixturevalue("postgres_url")
-    engine = create_store_engine(url)
-    migrate(engine)
-    yield engine
-    engine.dispose()
 
 
 def head_revision() -> str:

@@ -3,27 +3,11 @@ aware timestamps, and the cascade from sites."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
 
 from warehouse.catalog import funnel_definitions, organizations, sites
-from warehouse.catalog.store import create_store_engine, migrate
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request, tmp_path: Path) -> Iterator[Engine]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'catalog' / 'aisle.db'}"
-    else:
-        url = request.getfixturevalue("postgres_url")
-    engine = create_store_engine(url)
-    migrate(engine)
-    yield engine
-    engine.dispose()
 
 
 def make_site(conn) -> dict:

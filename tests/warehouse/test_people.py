@@ -4,22 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import pytest
-
 from ingest.normalise import Context
 from ingest.service import Ingest
-from warehouse.engine import Engine
 
 SITE = "44444444-4444-4444-4444-444444444444"
-
-
-@pytest.fixture
-def lake(tmp_path):
-    ingest = Ingest(data_dir=tmp_path / "data", flush_interval_seconds=3600)
-    engine = Engine(ingest.lake)
-    yield ingest, engine
-    engine.close()
-    ingest.stop()
 
 
 def journeys_for(ingest: Ingest, people: dict[str, list[dict]]) -> None:
