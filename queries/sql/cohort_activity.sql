@@ -2,11 +2,11 @@
 -- (over all history, so someone who first qualified before the range is in no cohort); a person is
 -- active in period N after it when they did the return event then.
 WITH person_events AS (
-    SELECT person_id, ts, name, json_extract_string(metadata, '$.orderId') AS order_ref
+    SELECT person_id, ts, name
     FROM events_people
     WHERE site_id = $site_id AND date <= $scan_end
     UNION ALL
-    SELECT person_id, ts, 'purchase' AS name, order_id AS order_ref
+    SELECT person_id, ts, 'purchase' AS name
     FROM orders_people
     WHERE site_id = $site_id AND date <= $scan_end AND NOT is_refund
 ),
@@ -25,13 +25,17 @@ cohorts AS (
     FROM firsts
     WHERE first_ts >= $range_start AND first_ts < $range_end
 ),
+-- the periods each person was active in, before joining: far fewer rows than events
+person_periods AS (
+    SELECT DISTINCT person_id, date_trunc($interval, timezone($timezone, ts)) AS bucket
+    FROM person_events
+    WHERE $return_event IS NULL OR name = $return_event
+),
 activity AS (
-    SELECT DISTINCT c.person_id, c.cohort_start,
-        date_diff($interval, c.cohort_start, date_trunc($interval, timezone($timezone, e.ts))) AS period
+    SELECT c.person_id, c.cohort_start, date_diff($interval, c.cohort_start, p.bucket) AS period
     FROM cohorts AS c
-    JOIN person_events AS e ON e.person_id = c.person_id
-    WHERE ($return_event IS NULL OR e.name = $return_event)
-      AND timezone($timezone, e.ts) >= c.cohort_start
+    JOIN person_periods AS p ON p.person_id = c.person_id
+    WHERE p.bucket >= c.cohort_start
 ),
 calendar AS (
     SELECT person_id, date_diff($interval, $first_bucket, cohort_start) AS cohort_index,
@@ -53,10 +57,14 @@ final AS (
     SELECT 'returning', NULL, calendar_index, count(*) FROM calendar
     WHERE cohort_index < calendar_index GROUP BY calendar_index
     UNION ALL
-    SELECT 'churned', NULL, a.calendar_index + 1, count(*) FROM calendar AS a
-    WHERE NOT EXISTS (
-        SELECT 1 FROM calendar AS b WHERE b.person_id = a.person_id AND b.calendar_index = a.calendar_index + 1
+    -- churned in X: active in X - 1 and not in X, i.e. the person's next active period is not X
+    SELECT 'churned', NULL, calendar_index + 1, count(*)
+    FROM (
+        SELECT calendar_index,
+            lead(calendar_index) OVER (PARTITION BY person_id ORDER BY calendar_index) AS next_index
+        FROM calendar
     )
-    GROUP BY a.calendar_index + 1
+    WHERE next_index IS NULL OR next_index <> calendar_index + 1
+    GROUP BY calendar_index + 1
 )
 SELECT kind, cohort_start, period, people FROM final ORDER BY kind, cohort_start NULLS FIRST, period
