@@ -14,7 +14,7 @@ import orjson
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
-from api.analytics.funnels import AnalyticsSite
+from api.analytics.scope import AnalyticsSite
 from api.errors import BadRequest
 from ingest.event_names import CANONICAL_EVENT_NAMES
 from queries.cohort import CohortQuery, CohortType, Interval, RetentionMode, cohort_report

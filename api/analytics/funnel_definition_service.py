@@ -14,7 +14,8 @@ from api.analytics.funnel_definition_schemas import (
     FunnelDefinitionUpdate,
     FunnelTemplate,
 )
-from api.analytics.funnels import analytics_site, date_range, parse_steps
+from api.analytics.funnels import parse_steps
+from api.analytics.scope import analytics_site, date_range
 from api.deps import Principal
 from api.errors import Forbidden
 from queries.funnel import DEFAULT_WINDOW_SECONDS, FunnelQuery, funnel

@@ -16,7 +16,7 @@ from api.analytics.funnel_definition_schemas import (
     FunnelDefinitionUpdate,
     FunnelTemplate,
 )
-from api.analytics.funnels import AnalyticsSite
+from api.analytics.scope import AnalyticsSite
 from api.deps import CurrentUser, StoreDep
 from api.schemas import Ok
 

@@ -5,17 +5,15 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
-from zoneinfo import ZoneInfo
 
 import orjson
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import StreamingResponse
 
-from api.auth.permissions import ANALYTICS_VIEW
-from api.deps import CurrentUser, StoreDep, load_owned_site
-from api.errors import BadRequest, Forbidden
+from api.analytics.scope import AnalyticsSite, date_range
+from api.errors import BadRequest
 from ingest.event_names import CANONICAL_EVENT_NAMES
 from queries.funnel import DEFAULT_WINDOW_SECONDS, FunnelQuery, FunnelReport, Order, funnel, people_at_step
 
@@ -23,17 +21,6 @@ router = APIRouter(prefix="/analytics", tags=["analytics"])
 
 MAX_STEPS = 20
 MAX_WINDOW_SECONDS = 365 * 24 * 3600
-
-
-def analytics_site(store: StoreDep, principal: CurrentUser, siteId: str) -> dict[str, Any]:
-    """The site of the path, for a caller with `analytics:view` in the organisation that owns it."""
-    site = load_owned_site(store, principal, siteId)
-    if not principal.can(ANALYTICS_VIEW):
-        raise Forbidden("Your role lacks the permission 'analytics:view'", code="PERMISSION_DENIED")
-    return site
-
-
-AnalyticsSite = Annotated[dict[str, Any], Depends(analytics_site)]
 
 
 def parse_steps(steps: str | Sequence[str]) -> tuple[str, ...]:
@@ -55,16 +42,6 @@ def parse_steps(steps: str | Sequence[str]) -> tuple[str, ...]:
             details={"steps": unknown},
         )
     return names
-
-
-def date_range(site: dict[str, Any], start: date | None, end: date | None) -> tuple[date, date]:
-    """Inclusive dates in the site's time zone; the last 30 days by default."""
-    today = datetime.now(ZoneInfo(site["timezone"])).date()
-    end = end or today
-    start = start or end - timedelta(days=29)
-    if start > end:
-        raise BadRequest("startDate must not be after endDate", code="DATE_RANGE_INVALID")
-    return start, end
 
 
 def funnel_filters(

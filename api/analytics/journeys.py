@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 from fastapi.routing import APIRoute
 
-from api.analytics.funnels import AnalyticsSite, date_range
+from api.analytics.scope import AnalyticsSite, date_range
 from api.errors import NotFound
 from queries.journeys import (
     Journey,

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from api.analytics.funnels import AnalyticsSite, date_range
+from api.analytics.scope import AnalyticsSite, date_range
 from api.errors import BadRequest
 from ingest.event_names import CANONICAL_EVENT_NAMES
 from queries.overview import Scope, event_breakdown, overview
