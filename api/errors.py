@@ -117,12 +117,16 @@ ERROR_RESPONSE_SCHEMA = {
 }
 
 
-def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
-    details = []
-    for err in exc.errors():
-        loc = [str(p) for p in err.get("loc", ())]
-        details.append({"field": ".".join(loc), "message": err.get("msg", ""), "type": err.get("type", "")})
-    return details
+def _validation_details(errors) -> list[dict[str, Any]]:
+    """FastAPI's request errors and pydantic's model errors, in the envelope's one detail shape."""
+    return [
+        {
+            "field": ".".join(str(p) for p in err.get("loc", ())),
+            "message": err.get("msg", ""),
+            "type": err.get("type", ""),
+        }
+        for err in errors
+    ]
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -134,17 +138,14 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        details = _validation_details(exc)
+        details = _validation_details(exc.errors())
         if any(d["type"] == "json_invalid" for d in details):
             return JSONResponse(error_body("MALFORMED_JSON", "Request body is not valid JSON", details), 400)
         return JSONResponse(error_body("VALIDATION_FAILED", "Request validation failed", details), 400)
 
     @app.exception_handler(PydanticValidationError)
     async def _model_validation(_: Request, exc: PydanticValidationError) -> JSONResponse:
-        details = [
-            {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"], "type": e["type"]}
-            for e in exc.errors()
-        ]
+        details = _validation_details(exc.errors())
         return JSONResponse(error_body("VALIDATION_FAILED", "Request validation failed", details), 400)
 
     @app.exception_handler(StarletteHTTPException)

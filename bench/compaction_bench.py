@@ -53,18 +53,20 @@ def make_file(rng: np.random.Generator, *, start: int, rows: int, day: date, vis
     return pa.Table.from_arrays(arrays, schema=EVENTS_SCHEMA)
 
 
-def time_funnel(engine: Engine, *, start: date, end: date, runs: int = 3) -> tuple[float, tuple]:
-    timings = []
+def timed(fn, runs: int = 3) -> tuple[float, object]:
+    """Median wall time of ``runs`` calls, and the last call's result."""
+    timings, result = [], None
     for _ in range(runs):
-        cursor = engine.cursor()
         began = time.perf_counter()
-        result = cursor.execute(
-            FUNNEL_SQL,
-            {"site_id": SITE, "start_date": start, "end_date": end, "step1": STEPS[0], "step2": STEPS[1],
-             "step3": STEPS[2], "step4": STEPS[3]},
-        ).fetchall()[0]  # fmt: skip
+        result = fn()
         timings.append(time.perf_counter() - began)
     return statistics.median(timings), result
+
+
+def time_funnel(engine: Engine, *, start: date, end: date) -> tuple[float, tuple]:
+    params = {"site_id": SITE, "start_date": start, "end_date": end, "step1": STEPS[0], "step2": STEPS[1],
+              "step3": STEPS[2], "step4": STEPS[3]}  # fmt: skip
+    return timed(lambda: engine.cursor().execute(FUNNEL_SQL, params).fetchall()[0])
 
 
 def main() -> None:

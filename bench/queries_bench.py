@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -25,7 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.compaction_bench import SITE, STEPS, make_file  # noqa: E402
+from bench.compaction_bench import SITE, STEPS, make_file, timed  # noqa: E402
 from queries.cohort import CohortQuery, cohort_report  # noqa: E402
 from queries.funnel import FunnelQuery, funnel  # noqa: E402
 from queries.journeys import JourneyRange, journey_stats  # noqa: E402
@@ -35,15 +34,6 @@ from warehouse.engine import Engine  # noqa: E402
 from warehouse.lake import EVENTS, Lake  # noqa: E402
 
 FIRST = date(2026, 1, 5)  # a Monday
-
-
-def timed(fn, runs: int = 3) -> tuple[float, object]:
-    timings, result = [], None
-    for _ in range(runs):
-        began = time.perf_counter()
-        result = fn()
-        timings.append(time.perf_counter() - began)
-    return statistics.median(timings), result
 
 
 def main() -> None:

@@ -249,13 +249,18 @@ class _BatchContext:
         }
 
 
-def order_row(raw: Any, ctx: Context) -> dict[str, Any]:
+def _validated(model, raw: Any, *, what: str, kind: str):
+    """``model`` from one JSON item, or Rejected as ``<KIND>_NOT_OBJECT`` / ``INVALID_<KIND>``."""
     if not isinstance(raw, dict):
-        raise Rejected("ORDER_NOT_OBJECT", "the order must be a JSON object")
+        raise Rejected(f"{kind}_NOT_OBJECT", f"{what} must be a JSON object")
     try:
-        order = OrderIn.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as exc:
-        raise Rejected("INVALID_ORDER", _validation_reason(exc)) from exc
+        raise Rejected(f"INVALID_{kind}", _validation_reason(exc)) from exc
+
+
+def order_row(raw: Any, ctx: Context) -> dict[str, Any]:
+    order = _validated(OrderIn, raw, what="the order", kind="ORDER")
     moment = event_time(order.timestamp, ctx)
     items = [
         {
@@ -292,12 +297,7 @@ def order_row(raw: Any, ctx: Context) -> dict[str, Any]:
 
 
 def metric_row(raw: Any, ctx: Context) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise Rejected("METRIC_NOT_OBJECT", "each metric must be a JSON object")
-    try:
-        metric = MetricIn.model_validate(raw)
-    except ValidationError as exc:
-        raise Rejected("INVALID_METRIC", _validation_reason(exc)) from exc
+    metric = _validated(MetricIn, raw, what="each metric", kind="METRIC")
     if metric.value != metric.value or metric.value in (float("inf"), float("-inf")):
         raise Rejected("INVALID_METRIC", "value must be a finite number")
     moment = event_time(metric.timestamp, ctx)
