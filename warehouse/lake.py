@@ -21,18 +21,22 @@ MONEY = pa.decimal128(24, 6)
 PARTITION_COLUMNS = ("site_id", "date")
 
 _CONSENT = [(f"consent_{c}", pa.bool_()) for c in ("necessary", "analytics", "marketing", "preferences")]
+# When it happened and whose it was: the same columns, in the same order, on events and orders.
+_WHEN_AND_WHO = [
+    ("ts", UTC_MICROS),
+    ("received_at", UTC_MICROS),
+    ("visitor_id", pa.string()),
+    ("session_id", pa.string()),
+    ("journey_id", pa.string()),
+    ("user_id", pa.string()),
+]
 _CLIENT = [("channel", pa.string()), ("client_platform", pa.string()), ("client_version", pa.string())]
 
 EVENTS_SCHEMA = pa.schema(
     [
         ("event_id", pa.string()),
         ("name", pa.string()),
-        ("ts", UTC_MICROS),
-        ("received_at", UTC_MICROS),
-        ("visitor_id", pa.string()),
-        ("session_id", pa.string()),
-        ("journey_id", pa.string()),
-        ("user_id", pa.string()),
+        *_WHEN_AND_WHO,
         ("entity_type", pa.string()),
         ("entity_id", pa.string()),
         ("url", pa.string()),
@@ -61,12 +65,7 @@ ORDER_ITEM = pa.struct(
 ORDERS_SCHEMA = pa.schema(
     [
         ("order_id", pa.string()),
-        ("ts", UTC_MICROS),
-        ("received_at", UTC_MICROS),
-        ("visitor_id", pa.string()),
-        ("session_id", pa.string()),
-        ("journey_id", pa.string()),
-        ("user_id", pa.string()),
+        *_WHEN_AND_WHO,
         ("currency", pa.string()),
         ("total", MONEY),
         ("subtotal", MONEY),
