@@ -14,7 +14,8 @@ from ingest.schemas import MAX_BODY_BYTES
 JSON_TYPES = ("application/json", "text/plain")
 
 
-async def read_json(request: Request) -> Any:
+async def read_body(request: Request) -> bytes:
+    """The raw body, once its content type and size are acceptable."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type not in JSON_TYPES:
         raise BadRequest(
@@ -28,7 +29,15 @@ async def read_json(request: Request) -> Any:
         body += chunk
         if len(body) > MAX_BODY_BYTES:
             raise PayloadTooLarge(f"Bodies are limited to {MAX_BODY_BYTES} bytes", code="BODY_TOO_LARGE")
+    return body
+
+
+def parse_json(body: bytes) -> Any:
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise BadRequest(f"Body is not valid JSON: {exc}", code="MALFORMED_JSON") from exc
+
+
+async def read_json(request: Request) -> Any:
+    return parse_json(await read_body(request))

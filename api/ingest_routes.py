@@ -12,12 +12,12 @@ from pydantic import Field
 from api.auth.permissions import ANALYTICS_VIEW
 from api.deps import ClientAddress, CurrentUser, HotStateDep, SettingsDep, StoreDep, load_owned_site, require
 from api.errors import BadRequest, Conflict, ServiceUnavailable
-from api.ingest_body import read_json
+from api.ingest_body import parse_json, read_body, read_json
 from api.openapi_bodies import documented_body
 from api.public.guard import PublicCaller, PublicSite, guard_public_site
 from api.schemas import CamelModel, StrictCamelModel
 from api.throttle import Limit, throttle
-from ingest.normalise import Context, Rejected
+from ingest.normalise import Context, Rejected, parse_event_batch
 from ingest.schemas import (
     MAX_BATCH_EVENTS,
     MAX_BODY_BYTES,
@@ -61,7 +61,7 @@ def _context(caller: PublicCaller, *, sent_at: datetime | None) -> Context:
     )
 
 
-def _visitor_of(items: list[Any], fallback: str) -> str:
+def _visitor_of(items: list[Any], fallback: str | None) -> str | None:
     first = items[0] if items and isinstance(items[0], dict) else {}
     visitor = first.get("visitorId")
     return visitor if isinstance(visitor, str) and visitor else fallback
@@ -94,11 +94,20 @@ async def events_batch(request: Request, siteKey: str) -> Response:
     # through dependency injection, which costs more than the ingest work for a batch of 50.
     state = request.app.state
     caller = await guard_public_site(request, state.store, siteKey)
-    batch = EventBatchIn.model_validate(await read_json(request))
-    visitor = _visitor_of(batch.events, request.client.host if request.client else "unknown")
+    body = await read_body(request)
+    valid = parse_event_batch(body)
+    batch = valid or EventBatchIn.model_validate(parse_json(body))
+    if valid is not None:
+        visitor = valid.events[0].visitor_id if valid.events else None
+    else:
+        visitor = _visitor_of(batch.events, None)
     headers = throttle(state.hot, None, limit=Limit("events-visitor", state.settings.visitor_batches_per_minute, 60),
-                       subject=f"{caller.site['id']}:{visitor}")  # fmt: skip
-    result = await _durably(state.ingest.accept_events(batch.events, _context(caller, sent_at=batch.sent_at)))
+                       subject=f"{caller.site['id']}:{visitor or (request.client.host if request.client else 'unknown')}")  # fmt: skip
+    ctx = _context(caller, sent_at=batch.sent_at)
+    if valid is not None:
+        result = await _durably(state.ingest.accept_valid_events(valid.events, ctx))
+    else:
+        result = await _durably(state.ingest.accept_events(batch.events, ctx))
     return Response(
         orjson.dumps(result.model_dump(by_alias=True)), media_type="application/json", headers=headers
     )

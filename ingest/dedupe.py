@@ -1,6 +1,8 @@
 """Keys stored recently (event ids, order ids), so a row re-sent or replayed is stored once.
 
-Keys are kept as 64-bit hashes in hourly buckets and forgotten after the window.
+Keys are kept as 64-bit hashes in hourly buckets and forgotten after the window. Every key lives in
+exactly one bucket, and one set holds them all, so a lookup costs one set probe however many
+buckets there are.
 """
 
 from __future__ import annotations
@@ -24,34 +26,64 @@ class RecentKeys:
         self.window_seconds = window_seconds
         self._clock = clock
         self._buckets: dict[int, set[int]] = {}
+        self._all: set[int] = set()
         self._lock = threading.Lock()
 
     def _expire(self, now: float) -> None:
         oldest = int((now - self.window_seconds) // BUCKET_SECONDS)
         for bucket in [b for b in self._buckets if b < oldest]:
-            del self._buckets[bucket]
+            self._all.difference_update(self._buckets.pop(bucket))
+
+    def _bucket(self, at: float | None) -> set[int]:
+        now = self._clock()
+        self._expire(now)
+        return self._buckets.setdefault(int((at if at is not None else now) // BUCKET_SECONDS), set())
 
     def __contains__(self, hashed: int) -> bool:
-        return any(hashed in keys for keys in self._buckets.values())
+        return hashed in self._all
 
     def add_all(self, hashes: Iterable[int], *, at: float | None = None) -> None:
-        now = self._clock()
-        bucket = int((at if at is not None else now) // BUCKET_SECONDS)
         with self._lock:
-            self._expire(now)
-            self._buckets.setdefault(bucket, set()).update(hashes)
+            bucket = self._bucket(at)
+            known = self._all
+            for hashed in hashes:
+                if hashed not in known:
+                    known.add(hashed)
+                    bucket.add(hashed)
 
     def filter_new(self, hashes: list[int]) -> list[bool]:
         """For each hash: True when it is neither recent nor repeated earlier in ``hashes``."""
         seen: set[int] = set()
         fresh = []
         with self._lock:
-            buckets = list(self._buckets.values())
-        for hashed in hashes:
-            new = hashed not in seen and not any(hashed in keys for keys in buckets)
-            seen.add(hashed)
-            fresh.append(new)
+            known = self._all
+            for hashed in hashes:
+                fresh.append(hashed not in seen and hashed not in known)
+                seen.add(hashed)
         return fresh
 
+    def claim(self, hashes: list[int]) -> list[bool]:
+        """``filter_new`` that also remembers the new hashes at once, so a re-send that arrives
+        before the first copy reaches the lake is already a duplicate."""
+        fresh = []
+        with self._lock:
+            bucket = self._bucket(None)
+            known = self._all
+            for hashed in hashes:
+                new = hashed not in known
+                if new:
+                    known.add(hashed)
+                    bucket.add(hashed)
+                fresh.append(new)
+        return fresh
+
+    def release(self, hashes: Iterable[int]) -> None:
+        """Forget claimed hashes whose rows could not be stored (the client will retry them)."""
+        with self._lock:
+            for hashed in hashes:
+                self._all.discard(hashed)
+                for bucket in self._buckets.values():
+                    bucket.discard(hashed)
+
     def __len__(self) -> int:
-        return sum(len(keys) for keys in self._buckets.values())
+        return len(self._all)

@@ -2,6 +2,8 @@
 
 Exactly once: rows whose key (event id, order id) was stored within the dedupe window are dropped,
 so a replay after a crash between writing Parquet and saving the checkpoint stores nothing twice.
+Events claim their keys when they are accepted (see ``Ingest``), so their flusher only checks keys
+when it replays what the log held before this process started.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import time
 import uuid
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 import structlog
@@ -21,6 +24,18 @@ from ingest.log import DurableLog
 from warehouse.lake import Lake, LakeTable
 
 log = structlog.get_logger("aisle.flusher")
+
+# Event batches are logged as one line each: {"h": <columns every event shares>, "r": [<rows>]}.
+SHARED_EVENT_COLUMNS = ("site_id", "received_at", "channel", "client_platform", "client_version")
+BATCH_LINE_START = b'{"h":'
+
+
+def _read_lines(data: bytes, schema: pa.Schema) -> pa.Table:
+    return pajson.read_json(
+        io.BytesIO(data),
+        read_options=pajson.ReadOptions(block_size=max(1 << 20, min(len(data) + 1, 1 << 28))),
+        parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+    )
 
 
 class Flusher:
@@ -33,6 +48,7 @@ class Flusher:
         stored: RecentKeys,
         interval_seconds: float = 1.0,
         max_bytes: int = 64 * 1024 * 1024,
+        claimed_at_accept: bool = False,
     ) -> None:
         self.table = table
         self.log = durable_log
@@ -40,7 +56,16 @@ class Flusher:
         self.stored = stored
         self.interval_seconds = interval_seconds
         self.max_bytes = max_bytes
+        self.claimed_at_accept = claimed_at_accept
+        # What the log held when this process opened it: written by an earlier process, so its keys
+        # were never claimed here and must be checked against the lake.
+        self._replay_end = durable_log.durable_end
         self._wire_schema = table.wire_schema()
+        rows = [f for f in self._wire_schema if f.name not in SHARED_EVENT_COLUMNS]
+        shared = [
+            self._wire_schema.field(name) for name in SHARED_EVENT_COLUMNS if name in self._wire_schema.names
+        ]
+        self._batch_schema = pa.schema([("h", pa.struct(shared)), ("r", pa.list_(pa.struct(rows)))])
         self.lock = threading.Lock()  # held while writing to the lake; compaction swaps under it too
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -63,30 +88,55 @@ class Flusher:
         with self.lock:
             while True:
                 start = self.log.checkpoint()
-                data, end = self.log.read(start, max_bytes=self.max_bytes)
+                replaying = start < self._replay_end
+                data, end = self.log.read(
+                    start, max_bytes=self.max_bytes, until=self._replay_end if replaying else None
+                )
                 if not data:
                     if end != start:
                         self.log.save_checkpoint(end)
+                        continue
                     return written
-                written += self._write(data)
+                written += self._write(data, check_keys=replaying or not self.claimed_at_accept)
                 self.log.save_checkpoint(end)
 
-    def _write(self, data: bytes) -> int:
-        wire = pajson.read_json(
-            io.BytesIO(data),
-            read_options=pajson.ReadOptions(block_size=max(1 << 20, min(len(data) + 1, 1 << 28))),
-            parse_options=pajson.ParseOptions(
-                explicit_schema=self._wire_schema, unexpected_field_behavior="ignore"
-            ),
-        )
-        hashes = [
-            key_hash(s, k)
-            for s, k in zip(wire["site_id"].to_pylist(), wire[self.table.key].to_pylist(), strict=True)
-        ]
-        fresh = self.stored.filter_new(hashes)
-        if not all(fresh):
-            wire = wire.filter(pa.array(fresh))
-            hashes = [h for h, keep in zip(hashes, fresh, strict=True) if keep]
+    def decode(self, data: bytes) -> pa.Table:
+        """Log lines to wire-typed rows: batch lines (shared columns once) and single-row lines."""
+        batch_lines = data.count(b"\n" + BATCH_LINE_START) + data.startswith(BATCH_LINE_START)
+        parts = []
+        if batch_lines:
+            parts.append(self._flatten_batches(_read_lines(data, self._batch_schema)))
+        if batch_lines < data.count(b"\n"):
+            single = _read_lines(data, self._wire_schema)
+            parts.append(single.filter(pc.is_valid(single[self.table.key])))
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+    def _flatten_batches(self, lines: pa.Table) -> pa.Table:
+        lines = lines.filter(pc.is_valid(lines["h"]))
+        batches = lines["r"].combine_chunks()
+        parents = pc.list_parent_indices(batches)
+        rows = pc.list_flatten(batches)
+        shared = lines["h"].combine_chunks()
+        columns = {}
+        for field in self._wire_schema:
+            if field.name in SHARED_EVENT_COLUMNS:
+                columns[field.name] = shared.field(field.name).take(parents)
+            else:
+                columns[field.name] = rows.field(field.name)
+        return pa.table(columns, schema=self._wire_schema)
+
+    def _write(self, data: bytes, *, check_keys: bool) -> int:
+        wire = self.decode(data)
+        hashes: list[int] = []
+        if check_keys:
+            hashes = [
+                key_hash(s, k)
+                for s, k in zip(wire["site_id"].to_pylist(), wire[self.table.key].to_pylist(), strict=True)
+            ]
+            fresh = self.stored.filter_new(hashes)
+            if not all(fresh):
+                wire = wire.filter(pa.array(fresh))
+                hashes = [h for h, keep in zip(hashes, fresh, strict=True) if keep]
         if wire.num_rows:
             self.lake.write_partitioned(self.table, wire, name=f"flush-{uuid.uuid4().hex}")
             self.stored.add_all(hashes)

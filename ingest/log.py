@@ -146,9 +146,12 @@ class DurableLog:
     def durable_end(self) -> Position:
         return self._durable
 
-    def read(self, start: Position, *, max_bytes: int = 64 * 1024 * 1024) -> tuple[bytes, Position]:
-        """Synced whole lines from ``start``; returns them and the position after them."""
-        end = self._durable
+    def read(
+        self, start: Position, *, max_bytes: int = 64 * 1024 * 1024, until: Position | None = None
+    ) -> tuple[bytes, Position]:
+        """Synced whole lines from ``start`` (up to ``until`` when given); returns them and the
+        position after them."""
+        end = self._durable if until is None else min(self._durable, until)
         segment, offset = start.segment, start.offset
         while segment < end.segment:
             path = self.directory / _segment_name(segment)

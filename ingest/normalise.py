@@ -17,7 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from ingest.currency import is_iso4217, resolve_currency
 from ingest.event_names import CANONICAL_EVENT_NAMES, EVENT_FAMILIES
-from ingest.schemas import MAX_EVENT_BYTES, EventIn, MetricIn, OrderIn
+from ingest.schemas import MAX_EVENT_BYTES, EventBatch, EventIn, MetricIn, OrderIn
 
 PRODUCT_EVENTS = frozenset(EVENT_FAMILIES["product"])
 CATEGORY_EVENTS = frozenset(EVENT_FAMILIES["category"])
@@ -148,9 +148,11 @@ def _json_size(value: Any) -> int | None:
         return None
 
 
-def event_rows(raws: list[Any], ctx: Context) -> tuple[list[dict[str, Any]], list[tuple[int, Rejected]]]:
-    """Validate a batch in one pass (the common all-valid case costs one call into pydantic-core);
-    returns the rows of the good events and the rejections by index."""
+EventFailures = list[tuple[int, Rejected]]
+
+
+def _screen(raws: list[Any]) -> dict[int, Rejected]:
+    """Checks that need the raw JSON: objects only, canonical names, size per event."""
     bad: dict[int, Rejected] = {}
     batch_size = _json_size(raws)
     check_sizes = batch_size is None or batch_size > MAX_EVENT_BYTES
@@ -163,6 +165,14 @@ def event_rows(raws: list[Any], ctx: Context) -> tuple[list[dict[str, Any]], lis
             bad[index] = Rejected("INVALID_EVENT", "event nests JSON too deeply")
         elif check_sizes and size > MAX_EVENT_BYTES:
             bad[index] = Rejected("EVENT_TOO_LARGE", f"event is larger than {MAX_EVENT_BYTES} bytes as JSON")
+    return bad
+
+
+def event_log_rows(raws: list[Any], ctx: Context) -> tuple[list[dict[str, Any]], EventFailures]:
+    """Validate a batch in one pass (the common all-valid case costs one call into pydantic-core);
+    returns the log rows of the good events (without the batch's common columns, see
+    ``common_columns``) and the rejections by index."""
+    bad = _screen(raws)
     candidates = [i for i in range(len(raws)) if i not in bad]
     try:
         events = EVENT_LIST.validate_python([raws[i] for i in candidates])
@@ -171,14 +181,50 @@ def event_rows(raws: list[Any], ctx: Context) -> tuple[list[dict[str, Any]], lis
             bad.setdefault(candidates[error["loc"][0]], _event_error(error))
         candidates = [i for i in candidates if i not in bad]
         events = EVENT_LIST.validate_python([raws[i] for i in candidates])
+    return _rows_of(events, candidates, bad, ctx)
+
+
+def parse_event_batch(body: bytes) -> EventBatch | None:
+    """The fast path for a whole batch body: JSON parsed and every event validated in one call into
+    pydantic-core. None when anything needs the per-event path (a bad event, a body large enough
+    that single events could break the size limit), which then reports each problem by index."""
+    if len(body) > MAX_EVENT_BYTES:
+        return None
+    try:
+        batch = EventBatch.model_validate_json(body)
+    except ValidationError:
+        return None
+    if not all(event.name in CANONICAL_EVENT_NAMES for event in batch.events):
+        return None
+    return batch
+
+
+def valid_event_log_rows(events: list[EventIn], ctx: Context) -> tuple[list[dict[str, Any]], EventFailures]:
+    """``event_log_rows`` for events that ``parse_event_batch`` already validated."""
+    return _rows_of(events, range(len(events)), {}, ctx)
+
+
+def _rows_of(events, indexes, bad: dict[int, Rejected], ctx: Context):
     batch = _BatchContext(ctx)
     rows = []
-    for index, event in zip(candidates, events, strict=True):
+    for index, event in zip(indexes, events, strict=True):
         try:
             rows.append(batch.row(event))
         except Rejected as rejected:
             bad[index] = rejected
     return rows, sorted(bad.items())
+
+
+def common_columns(ctx: Context) -> dict[str, Any]:
+    """The columns every event of one batch shares; the durable log keeps them once per batch."""
+    return _common(ctx)
+
+
+def event_rows(raws: list[Any], ctx: Context) -> tuple[list[dict[str, Any]], EventFailures]:
+    """Whole lake rows (log rows with the batch's common columns) and the rejections by index."""
+    rows, rejected = event_log_rows(raws, ctx)
+    common = common_columns(ctx)
+    return [{**row, **common} for row in rows], rejected
 
 
 def event_row(raw: Any, ctx: Context) -> dict[str, Any]:
@@ -193,8 +239,9 @@ class _BatchContext:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.common = _common(ctx)
         self.site_currency = resolve_currency(ctx.site_currency)
+        self.received_us = micros(ctx.received_at)
+        self.received_date = ctx.received_at.astimezone(UTC).date().isoformat()
 
     def row(self, event: EventIn) -> dict[str, Any]:
         ctx = self.ctx
@@ -212,9 +259,11 @@ class _BatchContext:
             raise Rejected("INVALID_EVENT", "metadata.categoryPath must be a string such as 'Home > Kitchen'")
         if name in CATEGORY_EVENTS:
             category_path = str(category_path or event.entity_id or UNKNOWN_CATEGORY)
-        elif not isinstance(category_path, str):
-            category_path = None
-        moment = ctx.received_at if event.timestamp is None else event_time(event.timestamp, ctx)
+        if event.timestamp is None:
+            ts, day = self.received_us, self.received_date
+        else:
+            moment = event_time(event.timestamp, ctx)
+            ts, day = micros(moment), moment.astimezone(UTC).date().isoformat()
         meta_currency = metadata.get("currency")
         if event.currency is None and meta_currency is None:
             currency = self.site_currency
@@ -222,11 +271,15 @@ class _BatchContext:
             currency = _currency(
                 event.currency, meta_currency if isinstance(meta_currency, str) else None, ctx.site_currency
             )
+        try:
+            metadata_json = orjson.dumps(metadata).decode() if metadata else "{}"
+        except orjson.JSONEncodeError:
+            raise Rejected("INVALID_EVENT", "event nests JSON too deeply") from None
         consent = event.consent
         return {
             "event_id": event.event_id or uuid.uuid4().hex,
             "name": name,
-            "ts": micros(moment),
+            "ts": ts,
             "visitor_id": event.visitor_id,
             "session_id": event.session_id,
             "journey_id": event.journey_id,
@@ -235,7 +288,7 @@ class _BatchContext:
             "entity_id": event.entity_id,
             "url": event.url,
             "referrer": event.referrer,
-            "metadata": orjson.dumps(metadata).decode() if metadata else "{}",
+            "metadata": metadata_json,
             "product_item_code": product_code,
             "category_path": category_path,
             "currency": currency,
@@ -244,8 +297,7 @@ class _BatchContext:
             "consent_analytics": consent.analytics if consent else None,
             "consent_marketing": consent.marketing if consent else None,
             "consent_preferences": consent.preferences if consent else None,
-            **self.common,
-            "date": moment.astimezone(UTC).date().isoformat(),
+            "date": day,
         }
 
 

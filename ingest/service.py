@@ -12,8 +12,17 @@ import orjson
 from ingest.dedupe import RecentKeys, key_hash
 from ingest.flusher import Flusher
 from ingest.log import DurableLog
-from ingest.normalise import Context, Rejected, event_rows, metric_row, order_row
-from ingest.schemas import BatchResult, Rejection
+from ingest.normalise import (
+    Context,
+    EventFailures,
+    Rejected,
+    common_columns,
+    event_log_rows,
+    metric_row,
+    order_row,
+    valid_event_log_rows,
+)
+from ingest.schemas import BatchResult, EventIn, Rejection
 from warehouse.lake import EVENTS, METRICS, ORDERS, TABLES, Lake, LakeTable
 
 Failures = list[tuple[int, Rejected]]
@@ -41,6 +50,15 @@ metric_rows = one_by_one(metric_row)
 
 def encode(rows: Iterable[dict[str, Any]]) -> bytes:
     return b"\n".join(map(orjson.dumps, rows)) + b"\n"
+
+
+def encode_event_batch(common: dict[str, Any], rows: list[dict[str, Any]]) -> bytes:
+    """One log line per batch: the columns its events share once (``h``), then the rows (``r``)."""
+    return b'{"h":' + orjson.dumps(common) + b',"r":' + orjson.dumps(rows) + b"}\n"
+
+
+def _rejections(failures: EventFailures) -> list[Rejection]:
+    return [Rejection(index=index, code=exc.code, reason=exc.reason) for index, exc in failures]
 
 
 class DataDirBusy(RuntimeError):
@@ -73,6 +91,7 @@ class Ingest:
                 lake=self.lake,
                 stored=RecentKeys(),
                 interval_seconds=flush_interval_seconds,
+                claimed_at_accept=table is EVENTS,
             )
             for name, table in TABLES.items()
         }
@@ -107,7 +126,7 @@ class Ingest:
     ) -> tuple[list[dict[str, Any]], list[Rejection], int]:
         """Normalise a batch and drop rows whose key was already stored (counted as duplicates)."""
         rows, failures = rows_of(raws, ctx)
-        rejected = [Rejection(index=index, code=exc.code, reason=exc.reason) for index, exc in failures]
+        rejected = _rejections(failures)
         if not rows:
             return rows, rejected, 0
         hashes = [key_hash(ctx.site_id, row[table.key]) for row in rows]
@@ -115,17 +134,48 @@ class Ingest:
         kept = [row for row, new in zip(rows, fresh, strict=True) if new]
         return kept, rejected, len(rows) - len(kept)
 
+    def _claim_events(
+        self, rows: list[dict[str, Any]], ctx: Context
+    ) -> tuple[list[dict[str, Any]], list[int], int]:
+        """Keep the rows whose event id is new; their hashes stay claimed until released."""
+        hashes = [key_hash(ctx.site_id, row["event_id"]) for row in rows]
+        fresh = self.flushers[EVENTS.name].stored.claim(hashes)
+        if all(fresh):
+            return rows, hashes, 0
+        kept = [row for row, new in zip(rows, fresh, strict=True) if new]
+        claimed = [hashed for hashed, new in zip(hashes, fresh, strict=True) if new]
+        return kept, claimed, len(rows) - len(kept)
+
+    async def _store_events(
+        self, rows: list[dict[str, Any]], failures: EventFailures, ctx: Context
+    ) -> BatchResult:
+        kept, claimed, duplicates = self._claim_events(rows, ctx)
+        if kept:
+            try:
+                await self.logs[EVENTS.name].append(encode_event_batch(common_columns(ctx), kept))
+            except BaseException:
+                self.flushers[EVENTS.name].stored.release(claimed)
+                raise
+        return BatchResult(accepted=len(rows), rejected=_rejections(failures), duplicates=duplicates)
+
     async def accept_events(self, raws: list[Any], ctx: Context) -> BatchResult:
-        rows, rejected, duplicates = self._prepare(EVENTS, raws, ctx, event_rows)
-        if rows:
-            await self.logs[EVENTS.name].append(encode(rows))
-        return BatchResult(accepted=len(rows) + duplicates, rejected=rejected, duplicates=duplicates)
+        """Validate, drop re-sent event ids, append durably; rejections by index."""
+        return await self._store_events(*event_log_rows(raws, ctx), ctx)
+
+    async def accept_valid_events(self, events: list[EventIn], ctx: Context) -> BatchResult:
+        """``accept_events`` for a batch that ``parse_event_batch`` already validated."""
+        return await self._store_events(*valid_event_log_rows(events, ctx), ctx)
 
     def accept_events_sync(self, raws: list[Any], ctx: Context) -> BatchResult:
-        rows, rejected, duplicates = self._prepare(EVENTS, raws, ctx, event_rows)
-        if rows:
-            self.logs[EVENTS.name].append_sync(encode(rows))
-        return BatchResult(accepted=len(rows) + duplicates, rejected=rejected, duplicates=duplicates)
+        rows, failures = event_log_rows(raws, ctx)
+        kept, claimed, duplicates = self._claim_events(rows, ctx)
+        if kept:
+            try:
+                self.logs[EVENTS.name].append_sync(encode_event_batch(common_columns(ctx), kept))
+            except BaseException:
+                self.flushers[EVENTS.name].stored.release(claimed)
+                raise
+        return BatchResult(accepted=len(rows), rejected=_rejections(failures), duplicates=duplicates)
 
     async def accept_metrics(self, raws: list[Any], ctx: Context) -> BatchResult:
         rows, rejected, _ = self._prepare(METRICS, raws, ctx, metric_rows)

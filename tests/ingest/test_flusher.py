@@ -9,12 +9,14 @@ from decimal import Decimal
 from pathlib import Path
 
 import duckdb
+import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from ingest.log import DurableLog
-from ingest.normalise import Context
-from ingest.service import Ingest
+from ingest.dedupe import key_hash
+from ingest.log import DurableLog, LogClosed
+from ingest.normalise import Context, event_row
+from ingest.service import Ingest, encode
 from warehouse.lake import EVENTS, EVENTS_SCHEMA, METRICS, METRICS_SCHEMA, ORDERS, ORDERS_SCHEMA, LakeTable
 
 SITE_A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
@@ -133,8 +135,9 @@ def test_the_same_event_id_is_stored_once_before_and_after_a_flush(data_dir, ser
     assert (first.accepted, first.duplicates) == (2, 1)
     again = service.accept_events_sync([event("e2")], ctx())
     resent_before_flush = service.accept_events_sync([event("e2")], ctx())
-    # Not yet in the lake: the answer cannot know, but the flush stores it once.
-    assert (again.accepted, resent_before_flush.accepted, resent_before_flush.duplicates) == (1, 1, 0)
+    # Not yet in the lake, but its id was claimed when it was accepted: already a duplicate.
+    assert (again.accepted, resent_before_flush.accepted, resent_before_flush.duplicates) == (1, 1, 1)
+    assert service.logs["events"].durable_end.offset > 0
     assert service.flush() == 2
     resent_after_flush = service.accept_events_sync([event("e1"), event("e3")], ctx())
     assert (resent_after_flush.accepted, resent_after_flush.duplicates) == (2, 1)
@@ -247,3 +250,61 @@ def test_metrics_flush_with_their_schema(data_dir, services):
     assert lake_sql(service, METRICS, "SELECT name, value, unit, channel FROM {t}") == [
         ("LCP", 2.5, "s", "web")
     ]
+
+
+def test_a_batch_is_one_log_line_with_its_shared_columns_once(data_dir, services):
+    service = open_ingest(services, data_dir)
+    service.accept_events_sync([event("e1"), event("e2")], ctx(client_platform="ios"))
+    lines = (data_dir / "log" / "events").glob("*.log")
+    [line] = b"".join(path.read_bytes() for path in lines).splitlines()
+    record = orjson.loads(line)
+    assert record["h"] == {
+        "received_at": record["h"]["received_at"],
+        "channel": "server",
+        "client_platform": "ios",
+        "client_version": None,
+        "site_id": SITE_A,
+    }
+    assert [row["event_id"] for row in record["r"]] == ["e1", "e2"]
+    assert "site_id" not in record["r"][0]
+    assert service.flush() == 2
+    assert lake_sql(service, EVENTS, "SELECT event_id, site_id, client_platform FROM {t} ORDER BY 1") == [
+        ("e1", SITE_A, "ios"),
+        ("e2", SITE_A, "ios"),
+    ]
+
+
+def test_single_row_lines_of_an_older_log_still_reach_the_lake(data_dir, services):
+    service = open_ingest(services, data_dir, start=False)
+    older = {**event_row(event("old-1"), ctx()), "site_id": SITE_B}
+    service.logs["events"].append_sync(encode([older]))
+    service.accept_events_sync([event("new-1")], ctx())
+    service.logs["events"].append_sync(encode([{**older, "event_id": "old-2"}]))
+    assert service.flush() == 3
+    assert lake_sql(service, EVENTS, "SELECT event_id, site_id FROM {t} ORDER BY 1") == [
+        ("new-1", SITE_A),
+        ("old-1", SITE_B),
+        ("old-2", SITE_B),
+    ]
+
+
+def test_a_failed_append_releases_the_claimed_ids(data_dir, services):
+    service = open_ingest(services, data_dir)
+    service.logs["events"].close()
+    with pytest.raises(LogClosed):
+        service.accept_events_sync([event("e1")], ctx())
+    assert service.flushers["events"].stored.filter_new([key_hash(SITE_A, "e1")]) == [True]
+
+
+def test_replayed_lines_are_checked_against_the_lake_but_new_ones_are_not_checked_twice(data_dir, services):
+    first = open_ingest(services, data_dir)
+    first.accept_events_sync([event("e1"), event("e2")], ctx())
+    assert first.flush() == 2
+    first.stop()
+    # As after a crash between the Parquet write and the checkpoint: the log replays e1 and e2.
+    (data_dir / "log" / "events" / "checkpoint.json").write_text('{"segment": 1, "offset": 0}')
+    second = open_ingest(services, data_dir)
+    assert count(second) == 2
+    assert second.accept_events_sync([event("e2"), event("e3")], ctx()).duplicates == 1
+    assert second.flush() == 1
+    assert count(second) == 3

@@ -13,7 +13,18 @@ from hypothesis import strategies as st
 
 from ingest.currency import is_iso4217
 from ingest.event_names import CANONICAL_EVENT_NAMES, EVENT_FAMILIES
-from ingest.normalise import Context, Rejected, event_row, event_rows, metric_row, order_row
+from ingest.normalise import (
+    Context,
+    Rejected,
+    event_log_rows,
+    event_row,
+    event_rows,
+    metric_row,
+    order_row,
+    parse_event_batch,
+    valid_event_log_rows,
+)
+from ingest.schemas import MAX_EVENT_BYTES
 
 RECEIVED = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 RECEIVED_US = 1714564800000000
@@ -600,3 +611,36 @@ def test_event_row_only_rejects_and_keeps_the_given_event_id(case):
     assert orjson.loads(row["metadata"]) == raw["metadata"]
     if "value" in raw:
         assert Decimal(row["value"]) == Decimal(raw["value"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(valid_events(), min_size=1, max_size=5), st.sampled_from([None, "page_vieww", 7]))
+def test_the_one_call_batch_path_gives_the_per_event_answer(cases, odd_name):
+    """The route's fast path (the whole body validated at once) and the per-event path agree on
+    every row and every rejection; a batch the fast path cannot take whole goes per event."""
+    raws = [raw for raw, _, _ in cases]
+    if odd_name is not None:
+        raws.append(event(name=odd_name))
+    body = orjson.dumps({"events": raws})
+    context = cases[0][1]
+    fast = parse_event_batch(body)
+    per_event = event_log_rows(orjson.loads(body)["events"], context)
+    if odd_name is not None:
+        assert fast is None
+        assert per_event[1][-1][0] == len(raws) - 1
+        return
+    assert fast is not None
+
+    def comparable(result):
+        rows, rejected = result
+        return rows, [(index, exc.code, exc.reason) for index, exc in rejected]
+
+    assert comparable(valid_event_log_rows(fast.events, context)) == comparable(per_event)
+
+
+def test_bodies_that_may_hold_an_oversized_event_go_per_event():
+    big = event(metadata={"text": "x" * MAX_EVENT_BYTES})
+    assert parse_event_batch(orjson.dumps({"events": [event()]})) is not None
+    assert parse_event_batch(orjson.dumps({"events": [big]})) is None
+    assert parse_event_batch(orjson.dumps({"events": [event(visitorId="")]})) is None
+    assert parse_event_batch(b'{"events": [') is None
