@@ -1,0 +1,326 @@
+"""Ad-hoc SQL for the data team: a guarded query run over one site's views in a sealed DuckDB.
+
+Every run opens a fresh in-memory DuckDB. Before anything of the caller's runs, it is allowed to read
+exactly the site's current Parquet files (``allowed_paths``), external access is switched off, the site
+views are defined over those files, and the configuration is locked (memory limit, threads, no
+extensions, no spilling to disk). The query itself has passed :func:`queries.adhoc_sql_guard.guard`;
+a watchdog interrupts it at its time limit, and at most ``limit`` rows come back.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import date, datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+
+from queries.adhoc_sql_guard import VIEWS, GuardedQuery, SqlError, SqlTimeout, guard, locate
+from warehouse.lake import EVENTS, ORDERS, Lake, LakeTable
+
+VIEWS_SQL = (Path(__file__).parent / "sql" / "adhoc_views.sql").read_text()
+
+DEFAULT_ROW_LIMIT = 10_000
+MAX_JSON_ROWS = 100_000
+MAX_STREAM_ROWS = 1_000_000
+BATCH_ROWS = 65_536
+_INTERRUPT_EVERY_SECONDS = 0.05
+
+ParameterValue = str | int | float | bool | None | list[str | int | float | bool | None] | date | datetime
+
+
+class Sandbox:
+    """How much one query may use (memory as a DuckDB size string, threads) and how many run at once in
+    this process. One per process: the limit on concurrent queries lives here."""
+
+    def __init__(self, *, memory_limit: str = "1GB", threads: int = 2, max_concurrent: int = 4) -> None:
+        self.memory_limit = memory_limit
+        self.threads = threads
+        self._slots = threading.BoundedSemaphore(max_concurrent)
+
+    def slot(self, timeout_seconds: float) -> bool:
+        return self._slots.acquire(timeout=timeout_seconds)
+
+    def release(self) -> None:
+        self._slots.release()
+
+
+DEFAULT_SANDBOX = Sandbox()
+
+
+@dataclass(frozen=True)
+class SqlResult:
+    """Columns as (name, DuckDB type), at most ``limit`` rows, and whether more rows existed."""
+
+    columns: list[tuple[str, str]]
+    table: pa.Table
+    truncated: bool
+    elapsed_ms: float
+    duckdb_sql: str
+
+
+def _literal(text: str) -> str:
+    return exp.Literal.string(text).sql(dialect="duckdb")
+
+
+def _site_files(lake: Lake, table: LakeTable, site_id: str) -> list[str]:
+    # Real paths, as the engine's views use: compaction may swap the partition symlink meanwhile.
+    return [str(p.resolve()) for p in lake.files(table, site_id=site_id)]
+
+
+def _define_source(conn: duckdb.DuckDBPyConnection, table: LakeTable, files: list[str], site_id: str) -> None:
+    """``_lake_<table>``: the site's rows of one lake table with the typed columns of the lake schema
+    (a column missing from older files reads as NULL), plus the UTC ``date`` of its partition."""
+    empty = pa.schema([*table.schema, pa.field("date", pa.date32())]).empty_table()
+    conn.register("_arrow_empty", empty)
+    conn.execute(f"CREATE TEMP TABLE _lake_{table.name}_empty AS SELECT * FROM _arrow_empty")
+    conn.unregister("_arrow_empty")
+    source = f"SELECT * FROM _lake_{table.name}_empty"
+    if files:
+        listing = ", ".join(_literal(f) for f in files)
+        source += (
+            f" UNION ALL BY NAME SELECT * EXCLUDE (site_id) FROM read_parquet([{listing}], "
+            "hive_partitioning = true, union_by_name = true, hive_types = {'site_id': VARCHAR, 'date': DATE}) "
+            f"WHERE site_id = {_literal(site_id)}"
+        )
+    conn.execute(f"CREATE TEMP VIEW _lake_{table.name} AS {source}")
+
+
+@cache
+def _view_statements() -> dict[str, tuple[str, frozenset[str]]]:
+    """Each view of adhoc_views.sql in file order (which is dependency order): its CREATE statement
+    and the views and lake sources it reads."""
+    sources = {f"_lake_{t.name}" for t in (EVENTS, ORDERS)}
+    statements: dict[str, tuple[str, frozenset[str]]] = {}
+    for text in re.split(r";\s*\n", VIEWS_SQL):
+        create = sqlglot.parse_one(text, read="duckdb") if text.strip() else None
+        if not isinstance(create, exp.Create):
+            continue
+        known = sources | set(statements)
+        reads = frozenset(t.name for t in create.expression.find_all(exp.Table) if t.name in known)
+        statements[create.this.name] = (text, reads)
+    return statements
+
+
+def _needed(views: frozenset[str]) -> list[str]:
+    """The views to create for a query reading ``views``, with what they read, in dependency order."""
+    statements = _view_statements()
+    needed = set(views)
+    for name in reversed(statements):
+        if name in needed:
+            needed |= statements[name][1]
+    return [
+        name for name in [*sorted(n for n in needed if n.startswith("_lake_")), *statements] if name in needed
+    ]
+
+
+def open_sandbox(
+    lake: Lake, *, site_id: str, sandbox: Sandbox, views: frozenset[str] = frozenset(VIEWS)
+) -> duckdb.DuckDBPyConnection:
+    """A fresh DuckDB that can read only ``site_id``'s lake files, through the site views (those in
+    ``views`` and what they read), with external access off and its configuration locked."""
+    site = str(uuid.UUID(site_id))  # canonical: the partition directories are named with it
+    conn = duckdb.connect(
+        ":memory:",
+        config={
+            "threads": sandbox.threads,
+            "memory_limit": sandbox.memory_limit,
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+            "temp_directory": "",  # nothing spills to disk: a query over the limit fails instead
+        },
+    )
+    try:
+        conn.execute("SET TimeZone = 'UTC'")
+        needed = _needed(views)
+        tables = [t for t in (EVENTS, ORDERS) if f"_lake_{t.name}" in needed]
+        files = {table: _site_files(lake, table, site) for table in tables}
+        conn.execute("SET allowed_paths = $paths", {"paths": [f for fs in files.values() for f in fs]})
+        conn.execute("SET enable_external_access = false")
+        for table, table_files in files.items():
+            _define_source(conn, table, table_files, site)
+        statements = _view_statements()
+        for name in needed:
+            if name in statements:
+                conn.execute(statements[name][0])
+        conn.execute("SET lock_configuration = true")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+class _Watchdog:
+    """Interrupts the connection's query once the deadline passes, again every 50 ms until it stops
+    (an interrupt that lands between two statements would otherwise be lost)."""
+
+    def __init__(self, conn: duckdb.DuckDBPyConnection, timeout_ms: int) -> None:
+        self.conn = conn
+        self.timeout_seconds = timeout_ms / 1000
+        self.fired = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="aisle-sql-watchdog", daemon=True)
+
+    def _watch(self) -> None:
+        if self._done.wait(self.timeout_seconds):
+            return
+        self.fired = True
+        while not self._done.is_set():
+            self.conn.interrupt()
+            self._done.wait(_INTERRUPT_EVERY_SECONDS)
+
+    def __enter__(self) -> _Watchdog:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def bind_parameters(query: GuardedQuery, values: dict[str, ParameterValue] | None) -> dict[str, Any]:
+    """The values for the query's named parameters: every one the query uses, none it does not."""
+    values = values or {}
+    missing = [name for name in query.parameters if name not in values]
+    if missing:
+        raise SqlError(
+            "SQL_PARAMETER_MISSING",
+            f"Give a value for every parameter of the query; missing: {', '.join(missing)}",
+            {"missing": missing},
+        )
+    unknown = sorted(set(values) - set(query.parameters))
+    if unknown:
+        raise SqlError(
+            "SQL_PARAMETER_UNKNOWN",
+            f"The query has no parameter named {', '.join(unknown)}",
+            {"unknown": unknown, "parameters": list(query.parameters)},
+        )
+    return {name: values[name] for name in query.parameters}
+
+
+def _user_error(error: duckdb.Error, query: GuardedQuery) -> SqlError:
+    """DuckDB's own message for a query that parsed but cannot run (an unknown column, a bad cast),
+    with the position of the name it complains about in the caller's text when it can be found."""
+    text = str(error)
+    message, _, context = text.partition("\n\nLINE ")
+    details: dict[str, Any] = {"duckdbSql": query.sql}
+    if context:
+        details["duckdbContext"] = "LINE " + context
+    name = _quoted_name(message)
+    if name:
+        try:
+            position = locate(sqlglot.parse_one(query.source, read=query.dialect), name, query.source)
+        except sqlglot.errors.SqlglotError:
+            position = None
+        if position:
+            details["position"] = position
+            message += f" (line {position['line']}, column {position['column']})"
+    if isinstance(error, duckdb.ParserException):
+        code = "SQL_SYNTAX_ERROR"
+    elif isinstance(error, duckdb.BinderException | duckdb.CatalogException):
+        code = "SQL_INVALID"
+    else:
+        code = "SQL_EXECUTION_ERROR"
+    return SqlError(code, message.strip(), details)
+
+
+def _quoted_name(message: str) -> str | None:
+    start = message.find('"')
+    end = message.find('"', start + 1)
+    return message[start + 1 : end] if 0 <= start < end else None
+
+
+def execute(
+    lake: Lake,
+    query: GuardedQuery,
+    *,
+    site_id: str,
+    parameters: dict[str, ParameterValue] | None = None,
+    limit: int = DEFAULT_ROW_LIMIT,
+    timeout_ms: int = 10_000,
+    sandbox: Sandbox | None = None,
+) -> SqlResult:
+    """Run a guarded query over ``site_id``'s views: at most ``limit`` rows (``truncated`` says more
+    existed), stopped after ``timeout_ms`` (:class:`SqlTimeout`); every failure is a :class:`SqlError`."""
+    sandbox = sandbox or DEFAULT_SANDBOX
+    bound = bind_parameters(query, parameters)
+    if not sandbox.slot(timeout_ms / 1000):
+        raise SqlError("SQL_BUSY", "Too many SQL queries are running; try again in a moment")
+    try:
+        return _execute(lake, query, site_id=site_id, bound=bound, limit=limit, timeout_ms=timeout_ms,
+                        sandbox=sandbox)  # fmt: skip
+    finally:
+        sandbox.release()
+
+
+def _execute(
+    lake: Lake, query: GuardedQuery, *, site_id: str, bound: dict[str, Any], limit: int, timeout_ms: int,
+    sandbox: Sandbox,
+) -> SqlResult:  # fmt: skip
+    started = time.perf_counter()
+    conn = open_sandbox(lake, site_id=site_id, sandbox=sandbox, views=query.views)
+    watchdog = _Watchdog(conn, timeout_ms)
+    try:
+        with watchdog:
+            statements = conn.extract_statements(query.sql)
+            # DuckDB's own parser agrees with the guard: one SELECT, nothing else.
+            if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+                raise SqlError("SQL_STATEMENT_NOT_ALLOWED", "Only one read-only SELECT statement may run")
+            relation = conn.sql(query.sql, params=bound or None)
+            columns = [(name, str(kind)) for name, kind in zip(relation.columns, relation.types, strict=True)]
+            reader = relation.to_arrow_reader(min(BATCH_ROWS, limit + 1))
+            batches, rows = [], 0
+            for batch in reader:
+                batches.append(batch)
+                rows += batch.num_rows
+                if rows > limit:
+                    break
+            table = pa.Table.from_batches(batches, schema=reader.schema).slice(0, limit)
+    except duckdb.InterruptException:
+        raise SqlTimeout(timeout_ms) from None
+    except duckdb.OutOfMemoryException:
+        raise SqlError(
+            "SQL_MEMORY_LIMIT",
+            f"The query needed more than its memory limit ({sandbox.memory_limit}); aggregate more or "
+            "select fewer columns and rows",
+            {"memoryLimit": sandbox.memory_limit},
+        ) from None
+    except duckdb.Error as error:
+        if watchdog.fired:
+            raise SqlTimeout(timeout_ms) from None
+        raise _user_error(error, query) from None
+    finally:
+        conn.close()
+    return SqlResult(
+        columns=columns,
+        table=table,
+        truncated=rows > limit,
+        elapsed_ms=round((time.perf_counter() - started) * 1000, 3),
+        duckdb_sql=query.sql,
+    )
+
+
+def run_sql(
+    lake: Lake,
+    sql: str,
+    *,
+    site_id: str,
+    dialect: str | None = None,
+    parameters: dict[str, ParameterValue] | None = None,
+    limit: int = DEFAULT_ROW_LIMIT,
+    timeout_ms: int = 10_000,
+    sandbox: Sandbox | None = None,
+) -> SqlResult:
+    """Guard ``sql`` (read in ``dialect``) and run it over ``site_id``'s views; see :func:`execute`."""
+    query = guard(sql, dialect=dialect)
+    return execute(lake, query, site_id=site_id, parameters=parameters, limit=limit, timeout_ms=timeout_ms,
+                   sandbox=sandbox)  # fmt: skip

@@ -1,0 +1,424 @@
+"""The guard of ad-hoc SQL: parse with sqlglot, transpile to DuckDB, and allow only one read-only query
+over the site views, with allow-listed functions and named parameters.
+
+The check runs on the parsed tree of the DuckDB text that will actually run (the user's query read in
+its dialect, generated as DuckDB, read back), never on the text: comments, quoting and case cannot hide
+anything from it. What runs is the SQL generated from the very tree that passed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialects
+from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
+
+# The views a query may read (queries/sql/adhoc_views.sql); nothing else in the catalog resolves.
+VIEWS = ("events", "orders", "order_items", "products", "people", "sessions")
+
+DIALECTS = tuple(sorted(d.value for d in Dialects if d.value))
+DEFAULT_DIALECT = "duckdb"
+
+_STATEMENTS = ", ".join(("SELECT", "WITH", "UNION / INTERSECT / EXCEPT", "VALUES"))
+_PARAMETER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# DuckDB functions a query may call (scalar, aggregate, window). Everything else is refused: no table
+# functions that read files or run SQL, nothing that reads settings, the environment or the catalog.
+ALLOWED_FUNCTIONS = _words(
+    """
+    count count_if countif sum avg mean min max any_value first last arg_min arg_max argmin argmax
+    min_by max_by median mode quantile quantile_cont quantile_disc approx_count_distinct approx_quantile
+    reservoir_quantile stddev stddev_pop stddev_samp variance var_pop var_samp corr covar_pop covar_samp
+    regr_slope regr_intercept regr_r2 entropy kurtosis skewness product fsum sumkahan favg
+    string_agg group_concat listagg list array_agg histogram bool_and bool_or bit_and bit_or bit_xor
+    row_number rank dense_rank percent_rank cume_dist ntile lag lead first_value last_value nth_value
+    date_trunc datetrunc date_part datepart extract date_diff datediff date_sub datesub date_add
+    strftime strptime try_strptime make_date make_time make_timestamp make_timestamptz epoch epoch_ms
+    epoch_us epoch_ns to_timestamp time_bucket age last_day dayname monthname year month day hour
+    minute second millisecond microsecond week weekofyear weekday dayofweek dayofmonth dayofyear
+    isodow isoyear quarter yearweek era century decade millennium julian timezone current_date
+    today now current_timestamp get_current_timestamp get_current_time to_years to_months to_weeks
+    to_days to_hours to_minutes to_seconds to_milliseconds to_microseconds
+    lower upper lcase ucase length len strlen char_length character_length octet_length concat
+    concat_ws substr substring left right trim ltrim rtrim replace translate split_part string_split
+    str_split string_split_regex str_split_regex regexp_matches regexp_full_match regexp_extract
+    regexp_extract_all regexp_replace regexp_split_to_array contains starts_with ends_with prefix
+    suffix strpos instr position lpad rpad reverse repeat ascii chr unicode initcap format printf
+    md5 sha1 sha256 hash levenshtein damerau_levenshtein jaccard jaro_similarity jaro_winkler_similarity
+    hamming mismatches editdist3 like_escape ilike_escape nfc_normalize strip_accents url_decode
+    url_encode bit_length array_to_string list_to_string
+    json_extract json_extract_path json_extract_string json_extract_path_text json_value json_exists
+    json_keys json_array_length json_valid json_type json_contains json_structure json_transform
+    json_object json_array json_quote to_json json json_merge_patch json_group_array json_group_object
+    abs round round_even ceil ceiling floor sqrt cbrt power pow exp ln log log2 log10 sign mod trunc
+    greatest least pi degrees radians sin cos tan asin acos atan atan2 gcd lcm factorial isnan isinf
+    isfinite even bit_count xor divide fdiv fmod
+    coalesce ifnull nullif if iff
+    list_value list_pack list_extract list_element list_contains list_has list_position list_indexof
+    list_sort list_reverse_sort list_distinct list_unique list_aggregate list_aggr list_concat
+    list_cat list_slice list_transform list_apply list_filter list_reduce list_sum list_min list_max
+    list_avg list_count list_any_value list_has_any list_has_all list_zip array_length array_contains
+    array_has array_position array_sort array_distinct array_concat array_slice array_transform
+    array_filter array_reduce array_extract array_value flatten range generate_series
+    generate_subscripts unnest struct_extract struct_pack row map map_extract map_keys map_values
+    element_at cardinality typeof try_cast cast
+    """
+)
+
+# Syntax that sqlglot models as functions (casts, CASE, EXTRACT, arrays, structs, JSON arrows, lambdas).
+_ALLOWED_SYNTAX = (
+    "CAST(a AS INT)", "TRY_CAST(a AS INT)", "a::DATE", "CASE WHEN a THEN 1 ELSE 2 END",
+    "CASE a WHEN 1 THEN 2 END", "EXTRACT(year FROM a)", "[1, 2]", "{'a': 1}", "a -> '$.b'", "a ->> '$.b'",
+    "a[1]", "a[1:2]", "a IN (1, 2)", "a BETWEEN 1 AND 2", "a LIKE 'b'", "a ILIKE 'b'", "a SIMILAR TO 'b'",
+    "a IS DISTINCT FROM b", "a AT TIME ZONE 'UTC'", "INTERVAL 1 DAY", "COUNT(*)", "COUNT(DISTINCT a)",
+    "EXISTS (SELECT 1)", "a AND b", "a OR b", "NOT a", "a COLLATE NOCASE", "a && b", "a @> b", "a <@ b",
+    "a || b", "a // b", "a % b", "a ^ b", "a ** b", "a ~ 'b'",
+)  # fmt: skip
+
+# Statement kinds refused wherever they appear (also inside a CTE or a subquery).
+_STATEMENT_NODES = tuple(
+    getattr(exp, name)
+    for name in (
+        "DML",
+        "DDL",
+        "Insert",
+        "Update",
+        "Delete",
+        "Merge",
+        "Create",
+        "Drop",
+        "Alter",
+        "Command",
+        "Copy",
+        "Attach",
+        "Detach",
+        "Pragma",
+        "Set",
+        "Use",
+        "Describe",
+        "Show",
+        "Summarize",
+        "Install",
+        "Transaction",
+        "Commit",
+        "Rollback",
+        "Export",
+        "LoadData",
+        "Cache",
+        "Uncache",
+        "Refresh",
+        "Grant",
+        "Revoke",
+        "Comment",
+        "Analyze",
+        "TruncateTable",
+        "Kill",
+        "Execute",
+        "Into",
+        "Declare",
+        "SessionParameter",
+    )  # fmt: skip
+    if hasattr(exp, name)
+)
+# The only functions that may stand as a table: RANGE / GENERATE_SERIES and UNNEST.
+_TABLE_FUNCTIONS = (exp.GenerateSeries, exp.Unnest, exp.Explode)
+_ROOTS = (exp.Select, exp.SetOperation, exp.Values, exp.Subquery)
+
+
+class SqlError(Exception):
+    """A query that cannot run: refused by the guard, invalid, too slow or too big. ``code`` is stable."""
+
+    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details or {}
+
+
+class SqlTimeout(SqlError):
+    def __init__(self, timeout_ms: int) -> None:
+        super().__init__(
+            "SQL_TIMEOUT",
+            f"The query ran longer than {timeout_ms} ms and was stopped; narrow it (a date range on `ts`, "
+            "fewer joins) or raise timeoutMs",
+            {"timeoutMs": timeout_ms},
+        )
+
+
+@dataclass(frozen=True)
+class GuardedQuery:
+    """A query that passed the guard: the DuckDB SQL to run and its named parameters, in order."""
+
+    sql: str
+    parameters: tuple[str, ...] = field(default_factory=tuple)
+    dialect: str = DEFAULT_DIALECT
+    source: str = ""  # the text as sent, to point at positions in it
+    views: frozenset[str] = frozenset()  # the site views it reads
+
+
+def _refuse(code: str, message: str, *, refused: str, kind: str, node: exp.Expression | None = None,
+            source: str | None = None) -> SqlError:  # fmt: skip
+    details: dict[str, Any] = {"refused": refused, "kind": kind}
+    position = _position_of(node, source) if node is not None else None
+    if position:
+        details["position"] = position
+    return SqlError(code, message, details)
+
+
+def _position_of(node: exp.Expression, source: str | None) -> dict[str, int] | None:
+    """Line and column (1-based) of a node in the text it was parsed from, when the parser kept them."""
+    for part in (node, *node.find_all(exp.Identifier)):
+        meta = part.meta if isinstance(part, exp.Expression) else {}
+        if "start" in meta and source is not None:
+            return position_at(source, meta["start"])
+        if "line" in meta:
+            return {"line": meta["line"], "column": meta.get("col", 1)}
+    return None
+
+
+def position_at(text: str, offset: int) -> dict[str, int]:
+    before = text[:offset]
+    line = before.count("\n") + 1
+    return {"line": line, "column": offset - (before.rfind("\n") + 1) + 1}
+
+
+@cache
+def _allowed_function_classes() -> frozenset[type]:
+    """The sqlglot classes DuckDB's parser gives the allowed names and syntax. A typed node generates its
+    own canonical DuckDB function, so allowing by class is as strict as allowing by name."""
+    classes: set[type] = {exp.Unnest}  # UNNEST in FROM; in the select list it parses as Explode
+    snippets = [*_ALLOWED_SYNTAX]
+    for name in ALLOWED_FUNCTIONS:
+        snippets += [f"{name}()", f"{name}(a)", f"{name}(a, b)", f"{name}(a, b, c)"]
+    for snippet in snippets:
+        try:
+            tree = sqlglot.parse_one(f"SELECT {snippet}", read="duckdb")
+        except (ParseError, TokenError):
+            continue
+        classes.update(
+            type(n) for n in tree.walk() if isinstance(n, exp.Func) and not isinstance(n, exp.Anonymous)
+        )
+    return frozenset(classes)
+
+
+def function_name(node: exp.Func) -> str:
+    if isinstance(node, exp.Anonymous):
+        return str(node.name).lower()
+    return node.sql_name().lower()
+
+
+def _dialect(name: str | None) -> str:
+    dialect = (name or DEFAULT_DIALECT).strip().lower()
+    if dialect not in DIALECTS:
+        raise SqlError(
+            "SQL_DIALECT_UNKNOWN",
+            f"Unknown SQL dialect '{name}'; use one sqlglot reads, e.g. duckdb, postgres, bigquery, snowflake",
+            {"dialects": list(DIALECTS)},
+        )
+    return dialect
+
+
+def _parse(sql: str, *, dialect: str) -> list[exp.Expression]:
+    try:
+        return [t for t in sqlglot.parse(sql, read=dialect) if t is not None]
+    except ParseError as error:
+        first = error.errors[0] if error.errors else {}
+        near = first.get("highlight") or ""
+        message = f"Syntax error: {first.get('description') or str(error).splitlines()[0]}"
+        details: dict[str, Any] = {"dialect": dialect}
+        if first.get("line"):
+            details["position"] = {"line": first["line"], "column": first.get("col", 1)}
+            message += f" at line {first['line']}, column {first.get('col', 1)}"
+        if near:
+            details["near"] = near
+            message += f" (near '{near}')"
+        raise SqlError("SQL_SYNTAX_ERROR", message, details) from None
+    except TokenError as error:
+        raise SqlError(
+            "SQL_SYNTAX_ERROR",
+            f"Syntax error: {error} (an unterminated string or quoted name?)",
+            {"dialect": dialect},
+        ) from None
+
+
+def _single_statement(statements: list[exp.Expression], source: str) -> exp.Expression:
+    if not statements:
+        raise SqlError("SQL_EMPTY", "The query is empty; send one SELECT statement")
+    if len(statements) > 1:
+        raise SqlError(
+            "SQL_MULTIPLE_STATEMENTS",
+            f"Send one statement, not {len(statements)}; remove the ';' between them",
+            {"statements": len(statements)},
+        )
+    tree = statements[0]
+    if not isinstance(tree, _ROOTS):
+        kind = _statement_kind(tree)
+        raise _refuse(
+            "SQL_STATEMENT_NOT_ALLOWED",
+            f"{kind} statements are not allowed; only read-only queries ({_STATEMENTS})",
+            refused=kind, kind="statement", node=tree, source=source,
+        )  # fmt: skip
+    return tree
+
+
+def _statement_kind(node: exp.Expression) -> str:
+    if isinstance(node, exp.Command):
+        return str(node.this).upper()
+    return node.key.upper()
+
+
+def _visible_ctes(table: exp.Table) -> set[str]:
+    """The CTE names in scope where ``table`` is: all CTEs of an enclosing query's WITH when the table is
+    in the query's body; only the earlier ones (and itself when RECURSIVE) when it is inside a CTE."""
+    names: set[str] = set()
+    child: exp.Expression = table
+    parent = table.parent
+    while parent is not None:
+        if isinstance(parent, exp.With):
+            ctes = parent.expressions
+            index = next((i for i, c in enumerate(ctes) if c is child), len(ctes))
+            visible = ctes[: index + 1] if parent.args.get("recursive") else ctes[:index]
+            names.update(c.alias_or_name.lower() for c in visible)
+        else:
+            with_ = parent.args.get("with_") or parent.args.get("with")
+            if isinstance(with_, exp.With) and with_ is not child:
+                names.update(c.alias_or_name.lower() for c in with_.expressions)
+        child, parent = parent, parent.parent
+    return names
+
+
+def _check_tree(tree: exp.Expression, source: str) -> None:
+    allowed_classes = _allowed_function_classes()
+    for node in tree.walk():
+        if isinstance(node, _STATEMENT_NODES):
+            kind = _statement_kind(node)
+            raise _refuse(
+                "SQL_STATEMENT_NOT_ALLOWED",
+                f"{kind} is not allowed anywhere in the query; only read-only queries ({_STATEMENTS})",
+                refused=kind, kind="statement", node=node, source=source,
+            )  # fmt: skip
+        if isinstance(node, exp.Table):
+            _check_table(node, source)
+        elif isinstance(node, exp.Func):
+            in_from = isinstance(node.parent, exp.Table | exp.Lateral) and node.arg_key == "this"
+            if in_from and not isinstance(node, _TABLE_FUNCTIONS):
+                name = function_name(node)
+                raise _refuse(
+                    "SQL_TABLE_FUNCTION_NOT_ALLOWED",
+                    f"Table function '{name}' is not allowed; read from the views: {', '.join(VIEWS)}",
+                    refused=name, kind="table_function", node=node, source=source,
+                )  # fmt: skip
+            allowed = (
+                str(node.name).lower() in ALLOWED_FUNCTIONS
+                if isinstance(node, exp.Anonymous)
+                else type(node) in allowed_classes
+            )
+            if not allowed:
+                name = function_name(node)
+                raise _refuse(
+                    "SQL_FUNCTION_NOT_ALLOWED",
+                    f"Function '{name}' is not allowed; docs/sql.md lists the functions you can use",
+                    refused=name, kind="function", node=node, source=source,
+                )  # fmt: skip
+        elif isinstance(node, (exp.Placeholder, exp.Parameter)):
+            _parameter_name(node)
+
+
+def _check_table(table: exp.Table, source: str) -> None:
+    if isinstance(table.this, exp.Func):
+        return  # checked as a function in FROM
+    name = table.name.lower()
+    qualified = ".".join(p.name for p in table.parts)
+    if table.args.get("db") or table.args.get("catalog") or not isinstance(table.this, exp.Identifier):
+        raise _refuse(
+            "SQL_TABLE_NOT_ALLOWED",
+            f"'{qualified}' is not available: query the views by their plain names ({', '.join(VIEWS)})",
+            refused=qualified, kind="table", node=table, source=source,
+        )  # fmt: skip
+    if name in VIEWS or name in _visible_ctes(table):
+        return
+    raise _refuse(
+        "SQL_TABLE_NOT_ALLOWED",
+        f"Table '{table.name}' is not available; the views are {', '.join(VIEWS)} (or a CTE of the query)",
+        refused=table.name, kind="table", node=table, source=source,
+    )  # fmt: skip
+
+
+def _parameter_name(node: exp.Expression) -> str:
+    name = node.name if not isinstance(node.this, exp.Expression) else node.this.name
+    if not name or name.isdigit() or not _PARAMETER_NAME.match(name):
+        raise SqlError(
+            "SQL_PARAMETER_UNNAMED",
+            "Use named parameters ($name in DuckDB, :name or @name in other dialects), not '?' or $1",
+            {"refused": node.sql(), "kind": "parameter"},
+        )
+    return name
+
+
+def guard(sql: str, *, dialect: str | None = None) -> GuardedQuery:
+    """Parse ``sql`` in ``dialect`` (DuckDB by default), transpile it to DuckDB and check the tree: one
+    read-only query, only the site views (and its own CTEs), only allow-listed functions, only named
+    parameters. Raises :class:`SqlError` naming what it refused."""
+    dialect = _dialect(dialect)
+    original = _single_statement(_parse(sql, dialect=dialect), sql)
+    if isinstance(original, exp.Select) and original.args.get("into"):
+        raise _refuse(
+            "SQL_STATEMENT_NOT_ALLOWED", "SELECT ... INTO creates a table and is not allowed",
+            refused="INTO", kind="statement", node=original.args["into"], source=sql,
+        )  # fmt: skip
+    if dialect == "duckdb":
+        _check_tree(original, sql)
+    try:
+        duckdb_sql = original.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
+    except UnsupportedError as error:
+        raise SqlError(
+            "SQL_UNSUPPORTED",
+            f"This query cannot be translated from {dialect} to DuckDB: {error}",
+            {"dialect": dialect},
+        ) from None
+    tree = _single_statement(_parse(duckdb_sql, dialect="duckdb"), duckdb_sql)
+    try:
+        _check_tree(tree, duckdb_sql)
+    except SqlError as error:
+        # Positions name the caller's text: find the refused name in the query as it was sent.
+        error.details.pop("position", None)
+        position = locate(original, error.details.get("refused"), sql)
+        if position:
+            error.details["position"] = position
+        error.details["duckdbSql"] = duckdb_sql
+        raise
+    names: list[str] = []
+    for node in tree.find_all(exp.Placeholder, exp.Parameter):
+        name = _parameter_name(node)
+        if name not in names:
+            names.append(name)
+    views = frozenset(t.name.lower() for t in tree.find_all(exp.Table) if t.name.lower() in VIEWS)
+    return GuardedQuery(
+        sql=tree.sql(dialect="duckdb"), parameters=tuple(names), dialect=dialect, source=sql, views=views
+    )
+
+
+def locate(tree: exp.Expression, name: str | None, source: str) -> dict[str, int] | None:
+    """Where a table, function or column called ``name`` first appears in ``tree`` (parsed from
+    ``source``), if anywhere."""
+    if not name:
+        return None
+    wanted = name.lower()
+    for node in tree.walk():
+        named = (isinstance(node, exp.Func) and function_name(node) == wanted) or (
+            isinstance(node, exp.Identifier) and node.name.lower() == wanted
+        )
+        found = _position_of(node, source) if named else None
+        if found:
+            return found
+    return None

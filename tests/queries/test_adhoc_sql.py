@@ -1,0 +1,460 @@
+"""Ad-hoc SQL: hostile queries refused or contained, the sandbox sealed, and transpiled queries from
+several dialects answering exact numbers over a tiny hand-built lake."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from decimal import Decimal
+
+import duckdb
+import pytest
+
+from ingest.normalise import Context
+from ingest.service import Ingest
+from queries.adhoc_sql import Sandbox, execute, open_sandbox, run_sql
+from queries.adhoc_sql_guard import VIEWS, SqlError, guard
+
+SITE = "aaaaaaaa-0000-4000-8000-000000000001"
+OTHER_SITE = "bbbbbbbb-0000-4000-8000-000000000002"
+
+
+def event(name: str, visitor: str, session: str, at: str, **extra) -> dict:
+    return {"name": name, "visitorId": visitor, "sessionId": session, "timestamp": at, **extra}
+
+
+def order(
+    order_id: str, visitor: str, at: str, currency: str, total: str, items: list[dict], **extra
+) -> dict:
+    return {"orderId": order_id, "visitorId": visitor, "sessionId": f"s-{visitor}", "timestamp": at,
+            "currency": currency, "total": total, "items": items, **extra}  # fmt: skip
+
+
+def load(ingest: Ingest, site_id: str, events: list[dict], orders: list[dict]) -> None:
+    ctx = Context(site_id=site_id, site_currency="EUR", received_at=datetime.now(UTC), channel="server",
+                  historical=True)  # fmt: skip
+    assert ingest.accept_events_sync(events, ctx).rejected == []
+    if orders:
+        assert ingest.accept_orders_sync(orders, ctx).rejected == []
+
+
+@pytest.fixture
+def shop(lake):
+    """Site A: ann browses and buys (order o1, EUR, later partly refunded), then comes back identified as
+    u-ann; bob views a product and buys in USD the next day; cy looks once. Site B: zed, the other tenant."""
+    ingest, _ = lake
+    load(ingest, SITE, [
+        event("page_view", "ann", "s-ann-1", "2024-03-01T10:00:00Z", url="https://shop.example/",
+              referrer="https://search.example/"),
+        event("product_view", "ann", "s-ann-1", "2024-03-01T10:01:00Z", url="https://shop.example/p/1",
+              metadata={"productItemCode": "P1"}, ),
+        event("add_to_cart", "ann", "s-ann-1", "2024-03-01T10:02:00Z", metadata={"productItemCode": "P1"}),
+        event("purchase", "ann", "s-ann-1", "2024-03-01T10:05:00Z", url="https://shop.example/thanks"),
+        event("page_view", "ann", "s-ann-2", "2024-03-02T09:00:00Z", userId="u-ann", url="https://shop.example/"),
+        event("page_view", "bob", "s-bob", "2024-03-01T11:00:00Z", url="https://shop.example/"),
+        event("product_view", "bob", "s-bob", "2024-03-01T11:01:00Z", metadata={"productItemCode": "P2"}),
+        event("page_view", "cy", "s-cy", "2024-03-02T12:00:00Z", url="https://shop.example/sale"),
+    ], [
+        order("o1", "ann", "2024-03-01T10:05:00Z", "EUR", "30.50", [
+            {"productItemCode": "P1", "quantity": 2, "price": "10.25", "name": "Shoe", "categoryPath": "shoes"},
+            {"productItemCode": "P3", "quantity": 1, "price": "10.00", "name": "Sock"},
+        ]),
+        order("o2", "bob", "2024-03-02T11:30:00Z", "USD", "12.00",
+              [{"productItemCode": "P2", "quantity": 1, "price": "12.00", "name": "Hat"}]),
+        order("o3", "ann", "2024-03-03T08:00:00Z", "EUR", "-10.00",
+              [{"productItemCode": "P3", "quantity": -1, "price": "10.00", "name": "Sock"}],
+              isRefund=True, refundOf="o1"),
+    ])  # fmt: skip
+    load(ingest, OTHER_SITE, [event("page_view", "zed", "s-zed", f"2024-03-01T0{h}:00:00Z") for h in range(5)],
+         [order("ob1", "zed", "2024-03-01T05:00:00Z", "EUR", "999.00",
+                [{"productItemCode": "SECRET", "quantity": 1, "price": "999.00"}])])  # fmt: skip
+    ingest.flush()
+    return ingest.lake
+
+
+def rows(lake, sql: str, *, dialect: str | None = None, **kwargs) -> list[tuple]:
+    result = run_sql(lake, sql, site_id=SITE, dialect=dialect, timeout_ms=20_000, **kwargs)
+    return [tuple(r.values()) for r in result.table.to_pylist()]
+
+
+# --- hostile queries: refused by the guard, or contained by the sandbox ------------------------------
+
+LAKE = "<lake>"  # replaced by the real lake path in the test
+
+HOSTILE: list[tuple[str, str, str]] = [
+    # (dialect, query, expected code) - file readers
+    ("duckdb", "SELECT * FROM read_parquet('/etc/passwd')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", f"SELECT * FROM read_parquet('{LAKE}/events/*/*/*.parquet', hive_partitioning = true)",
+     "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", f"SELECT * FROM read_parquet(['{LAKE}/orders/site_id={OTHER_SITE}/*/*.parquet'])",
+     "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM parquet_scan('/etc/passwd')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM read_csv('/etc/passwd')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM read_csv_auto('/etc/passwd', header = false)", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM read_json('/etc/passwd')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM read_json_auto('/etc/passwd')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM read_ndjson_objects('/etc/passwd')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM read_text('/etc/passwd')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT content FROM read_blob('/etc/passwd')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM glob('/*')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM parquet_metadata('/etc/passwd')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM sniff_csv('/etc/passwd')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM events, LATERAL read_csv('/etc/passwd')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT 'x'.read_text()", "SQL_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM '/etc/passwd'", "SQL_TABLE_NOT_ALLOWED"),
+    ("duckdb", f"SELECT * FROM '{LAKE}/events/x.parquet'", "SQL_TABLE_NOT_ALLOWED"),
+    ("duckdb", 'SELECT * FROM "data/lake/events/site_id=x/date=2024-03-01/f.parquet"', "SQL_TABLE_NOT_ALLOWED"),
+    ("postgres", "SELECT pg_read_file('/etc/passwd')", "SQL_FUNCTION_NOT_ALLOWED"),
+    ("mysql", "SELECT LOAD_FILE('/etc/passwd')", "SQL_FUNCTION_NOT_ALLOWED"),
+    # functions that run SQL
+    ("duckdb", "SELECT * FROM query('SELECT * FROM duckdb_settings()')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM query_table('_lake_events')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT json_execute_serialized_sql('{}')", "SQL_FUNCTION_NOT_ALLOWED"),
+    # statements other than a read-only query
+    ("duckdb", "ATTACH ':memory:' AS other", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "ATTACH '/tmp/aisle.db' AS other (READ_ONLY)", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "DETACH other", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "COPY events TO '/tmp/events.csv'", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "COPY (SELECT * FROM orders) TO '/tmp/orders.parquet' (FORMAT parquet)", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "INSTALL httpfs", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "LOAD httpfs", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "PRAGMA database_list", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "SET enable_external_access = true", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "RESET lock_configuration", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "CREATE TABLE copy AS SELECT * FROM events", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "CREATE MACRO leak() AS TABLE SELECT * FROM _lake_events", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "INSERT INTO events (name) VALUES ('x')", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "UPDATE events SET name = 'x'", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "DELETE FROM events", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "DROP VIEW events", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "EXPORT DATABASE '/tmp/everything'", "SQL_SYNTAX_ERROR"),
+    ("duckdb", "CALL pragma_version()", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "DESCRIBE events", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "SUMMARIZE events", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "USE memory", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("postgres", "SELECT * INTO stolen FROM events", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("postgres", "WITH gone AS (DELETE FROM events RETURNING *) SELECT * FROM gone", "SQL_STATEMENT_NOT_ALLOWED"),
+    # several statements, and comment or quoting tricks
+    ("duckdb", "SELECT 1; SELECT 2", "SQL_MULTIPLE_STATEMENTS"),
+    ("duckdb", "SELECT count(*) FROM events; DROP VIEW events", "SQL_MULTIPLE_STATEMENTS"),
+    ("duckdb", "SELECT 1 /* harmless; */ ; ATTACH ':memory:' AS x", "SQL_MULTIPLE_STATEMENTS"),
+    ("duckdb", "SELECT 1 -- the rest is a comment\n; COPY events TO '/tmp/x.csv'", "SQL_MULTIPLE_STATEMENTS"),
+    ("duckdb", "SeLeCt * FrOm ReAd_PaRqUeT('/etc/passwd')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", 'SELECT * FROM "read_parquet"(\'/etc/passwd\')', "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM _lake_events", "SQL_TABLE_NOT_ALLOWED"),
+    ("duckdb", 'SELECT * FROM "_lake_orders_empty"', "SQL_TABLE_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM temp.main.events", "SQL_TABLE_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM memory.main.events", "SQL_TABLE_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM (WITH pg_tables AS (SELECT 1) SELECT 1) AS a, pg_tables", "SQL_TABLE_NOT_ALLOWED"),
+    ("duckdb", "WITH a AS (SELECT * FROM b), b AS (SELECT 1) SELECT * FROM a", "SQL_TABLE_NOT_ALLOWED"),
+    # the catalog, settings and the environment
+    ("duckdb", "SELECT * FROM information_schema.tables", "SQL_TABLE_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM information_schema.columns", "SQL_TABLE_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM duckdb_tables()", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM duckdb_views", "SQL_TABLE_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM duckdb_settings()", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM pg_catalog.pg_tables", "SQL_TABLE_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM sqlite_master", "SQL_TABLE_NOT_ALLOWED"),
+    ("duckdb", "SELECT current_setting('allowed_paths')", "SQL_FUNCTION_NOT_ALLOWED"),
+    ("postgres", "SELECT current_setting('enable_external_access')", "SQL_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT getenv('HOME')", "SQL_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT current_database(), current_schema()", "SQL_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT which_secret('s3://bucket/x', 's3')", "SQL_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT nextval('seq')", "SQL_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT ?", "SQL_PARAMETER_UNNAMED"),
+    ("mysql", "SELECT @@version", "SQL_INVALID"),  # read as a column named version: there is none
+]  # fmt: skip
+
+
+def test_the_hostile_table_is_large_enough():
+    assert len(HOSTILE) >= 40
+
+
+@pytest.mark.parametrize(("dialect", "query", "code"), HOSTILE, ids=[f"{d}:{q[:60]}" for d, q, _ in HOSTILE])
+def test_hostile_query_is_refused_with_a_code_that_names_it(shop, dialect, query, code):
+    query = query.replace(LAKE, str(shop.root))
+    with pytest.raises(SqlError) as refused:
+        run_sql(shop, query, site_id=SITE, dialect=dialect, timeout_ms=5_000)
+    assert refused.value.code == code, (refused.value.code, refused.value.message)
+    assert refused.value.message
+
+
+def test_refusals_name_what_was_refused_and_where(shop):
+    with pytest.raises(SqlError) as refused:
+        guard("SELECT name,\n  getenv('HOME') FROM events")
+    assert refused.value.details == {
+        "refused": "getenv",
+        "kind": "function",
+        "position": {"line": 2, "column": 3},
+    }
+    assert "getenv" in refused.value.message
+    with pytest.raises(SqlError) as refused:
+        guard("SELECT * FROM events JOIN secrets USING (visitor_id)")
+    assert refused.value.details == {
+        "refused": "secrets",
+        "kind": "table",
+        "position": {"line": 1, "column": 27},
+    }
+    # From another dialect the position is still the caller's text, and the DuckDB SQL is shown.
+    with pytest.raises(SqlError) as refused:
+        guard("SELECT  current_setting('x') FROM events", dialect="postgres")
+    assert refused.value.details["position"] == {"line": 1, "column": 9}
+    assert refused.value.details["duckdbSql"] == "SELECT CURRENT_SETTING('x') FROM events"
+
+
+def test_other_sites_rows_are_not_visible_whatever_the_query_says(shop):
+    assert rows(shop, "SELECT count(*) FROM events") == [(8,)]
+    assert rows(shop, "SELECT count(*) FROM orders") == [(3,)]
+    assert rows(shop, "SELECT count(*) FROM events WHERE visitor_id = 'zed'") == [(0,)]
+    assert rows(shop, "SELECT count(*) FROM order_items WHERE product_item_code = 'SECRET'") == [(0,)]
+    assert rows(shop, "SELECT count(*) FROM products WHERE product_item_code = 'SECRET'") == [(0,)]
+    # The views carry no site column to filter on: naming another site's id answers nothing of it.
+    with pytest.raises(SqlError) as invalid:
+        run_sql(shop, f"SELECT * FROM events WHERE site_id = '{OTHER_SITE}'", site_id=SITE)
+    assert invalid.value.code == "SQL_INVALID"
+    # And the other site sees only its own.
+    other = run_sql(shop, "SELECT count(*) AS n, sum(total) AS t FROM orders", site_id=OTHER_SITE).table
+    assert other.to_pylist() == [{"n": 1, "t": Decimal("999.000000")}]
+
+
+def test_a_cross_join_that_runs_too_long_is_interrupted(shop):
+    started = datetime.now(UTC)
+    with pytest.raises(SqlError) as stopped:
+        run_sql(shop, "SELECT count(*) FROM range(1000000000) AS a, range(1000000) AS b", site_id=SITE,
+                timeout_ms=300)  # fmt: skip
+    assert stopped.value.code == "SQL_TIMEOUT"
+    assert stopped.value.details == {"timeoutMs": 300}
+    assert (datetime.now(UTC) - started).total_seconds() < 10
+
+
+def test_a_query_over_its_memory_limit_fails_cleanly(shop):
+    sandbox = Sandbox(memory_limit="64MB", threads=1)
+    with pytest.raises(SqlError) as refused:
+        run_sql(shop, "SELECT count(DISTINCT s) FROM (SELECT range::VARCHAR || repeat('x', 200) AS s "
+                      "FROM range(5000000))", site_id=SITE, sandbox=sandbox, timeout_ms=60_000)  # fmt: skip
+    assert refused.value.code == "SQL_MEMORY_LIMIT"
+
+
+def test_the_sandbox_cannot_reach_files_settings_or_extensions_even_without_the_guard(shop):
+    conn = open_sandbox(shop, site_id=SITE, sandbox=Sandbox())
+    try:
+        other_files = [str(p.resolve()) for p in shop.files(shop_table("events"), site_id=OTHER_SITE)]
+        own_files = [str(p.resolve()) for p in shop.files(shop_table("events"), site_id=SITE)]
+        assert other_files and own_files
+        for sql in (f"SELECT * FROM read_parquet('{other_files[0]}')", "SELECT * FROM read_text('/etc/passwd')",
+                    f"SELECT * FROM glob('{shop.root}/*')", "COPY (SELECT 1) TO '/tmp/aisle-leak.csv'",
+                    "INSTALL httpfs", "LOAD httpfs", "ATTACH '/tmp/aisle-leak.db' AS leak"):  # fmt: skip
+            with pytest.raises(duckdb.PermissionException):
+                conn.execute(sql).fetchall()
+        for sql in ("SET enable_external_access = true", "SET memory_limit = '100GB'", "SET threads = 64",
+                    "RESET lock_configuration", "SET allowed_paths = ['/']"):  # fmt: skip
+            with pytest.raises(duckdb.InvalidInputException, match="locked"):
+                conn.execute(sql)
+        # What the views read is only this site's rows.
+        assert conn.execute("SELECT count(*) FROM _lake_events").fetchone() == (8,)
+        names = {
+            r[0] for r in conn.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
+        }
+        assert set(VIEWS) <= names
+    finally:
+        conn.close()
+
+
+def shop_table(name: str):
+    from warehouse.lake import TABLES
+
+    return TABLES[name]
+
+
+def test_views_are_defined_on_an_empty_lake(tmp_path):
+    from warehouse.lake import Lake
+
+    lake = Lake(tmp_path / "lake")
+    for view in VIEWS:
+        assert run_sql(lake, f"SELECT count(*) AS n FROM {view}", site_id=SITE).table.to_pylist() == [
+            {"n": 0}
+        ]
+
+
+# --- the views ----------------------------------------------------------------------------------------
+
+
+def test_events_and_orders_views(shop):
+    assert rows(shop, "SELECT date, count(*) FROM events GROUP BY date ORDER BY date") == [
+        (date(2024, 3, 1), 6), (date(2024, 3, 2), 2),
+    ]  # fmt: skip
+    assert rows(shop, "SELECT order_id, currency, total, is_refund, refund_of, item_count FROM orders ORDER BY 1") == [
+        ("o1", "EUR", Decimal("30.500000"), False, None, 3),
+        ("o2", "USD", Decimal("12.000000"), False, None, 1),
+        ("o3", "EUR", Decimal("-10.000000"), True, "o1", 1),
+    ]  # fmt: skip
+
+
+def test_order_items_view_has_one_row_per_line(shop):
+    assert rows(shop, "SELECT order_id, position, product_item_code, name, category_path, quantity, price, "
+                      "line_total FROM order_items ORDER BY order_id, position") == [
+        ("o1", 1, "P1", "Shoe", "shoes", 2, Decimal("10.250000"), Decimal("20.500000")),
+        ("o1", 2, "P3", "Sock", None, 1, Decimal("10.000000"), Decimal("10.000000")),
+        ("o2", 1, "P2", "Hat", None, 1, Decimal("12.000000"), Decimal("12.000000")),
+        ("o3", 1, "P3", "Sock", None, -1, Decimal("10.000000"), Decimal("-10.000000")),
+    ]  # fmt: skip
+
+
+def test_people_view_counts_a_visitor_as_the_user_it_was_linked_to(shop):
+    assert rows(shop, "SELECT visitor_id, user_id, person_id, linked_at, first_seen_at FROM people ORDER BY 1") == [
+        ("ann", "u-ann", "u-ann", datetime(2024, 3, 2, 9, tzinfo=UTC), datetime(2024, 3, 1, 10, tzinfo=UTC)),
+        ("bob", None, "bob", None, datetime(2024, 3, 1, 11, tzinfo=UTC)),
+        ("cy", None, "cy", None, datetime(2024, 3, 2, 12, tzinfo=UTC)),
+    ]  # fmt: skip
+
+
+def test_sessions_view(shop):
+    assert rows(shop, "SELECT session_id, person_id, event_count, page_views, has_purchase, duration_seconds, "
+                      "entry_url, exit_url, referrer FROM sessions ORDER BY 1") == [
+        ("s-ann-1", "u-ann", 4, 1, True, 300.0, "https://shop.example/", "https://shop.example/thanks",
+         "https://search.example/"),
+        ("s-ann-2", "u-ann", 1, 1, False, 0.0, "https://shop.example/", "https://shop.example/", None),
+        ("s-bob", "bob", 2, 1, False, 60.0, "https://shop.example/", "https://shop.example/", None),
+        ("s-cy", "cy", 1, 1, False, 0.0, "https://shop.example/sale", "https://shop.example/sale", None),
+    ]  # fmt: skip
+
+
+def test_products_view(shop):
+    assert rows(shop, "SELECT product_item_code, name, category_path, first_seen_at, last_seen_at FROM products "
+                      "ORDER BY 1") == [
+        ("P1", "Shoe", "shoes", datetime(2024, 3, 1, 10, 1, tzinfo=UTC), datetime(2024, 3, 1, 10, 5, tzinfo=UTC)),
+        ("P2", "Hat", None, datetime(2024, 3, 1, 11, 1, tzinfo=UTC), datetime(2024, 3, 2, 11, 30, tzinfo=UTC)),
+        ("P3", "Sock", None, datetime(2024, 3, 1, 10, 5, tzinfo=UTC), datetime(2024, 3, 3, 8, tzinfo=UTC)),
+    ]  # fmt: skip
+
+
+# --- transpiled from other dialects -------------------------------------------------------------------
+
+
+def test_postgres(shop):
+    sql = """
+        SELECT ts::date AS day, count(*) AS events, count(DISTINCT visitor_id) AS visitors,
+               count(*) FILTER (WHERE name = :event_name) AS named
+        FROM events
+        WHERE ts >= '2024-03-01'::timestamptz AND ts < '2024-03-03'::timestamptz
+        GROUP BY 1
+        ORDER BY 1
+    """
+    assert rows(shop, sql, dialect="postgres", parameters={"event_name": "page_view"}) == [
+        (date(2024, 3, 1), 6, 2, 2), (date(2024, 3, 2), 2, 2, 2),
+    ]  # fmt: skip
+
+
+def test_bigquery(shop):
+    sql = """
+        SELECT FORMAT_TIMESTAMP('%Y-%m-%d', ts) AS day, COUNTIF(name = 'page_view') AS page_views,
+               COUNT(*) AS events
+        FROM events
+        WHERE visitor_id != @excluded
+        GROUP BY day
+        ORDER BY day
+    """
+    assert rows(shop, sql, dialect="bigquery", parameters={"excluded": "cy"}) == [
+        ("2024-03-01", 2, 6), ("2024-03-02", 1, 1),
+    ]  # fmt: skip
+
+
+def test_snowflake(shop):
+    sql = """
+        SELECT currency, SUM(total) AS revenue, COUNT_IF(is_refund) AS refunds,
+               IFF(SUM(total) > 20, 'big', 'small') AS size
+        FROM orders
+        GROUP BY currency
+        ORDER BY currency
+    """
+    assert rows(shop, sql, dialect="snowflake") == [
+        ("EUR", Decimal("20.500000"), 1, "big"), ("USD", Decimal("12.000000"), 0, "small"),
+    ]  # fmt: skip
+
+
+def test_spark(shop):
+    sql = """
+        SELECT visitor_id, size(collect_set(name)) AS kinds, count(1) AS events
+        FROM events
+        GROUP BY visitor_id
+        ORDER BY visitor_id
+    """
+    assert rows(shop, sql, dialect="spark") == [("ann", 4, 5), ("bob", 2, 2), ("cy", 1, 1)]
+
+
+def test_mysql(shop):
+    sql = """
+        SELECT product_item_code, SUM(quantity) AS units, ROUND(SUM(line_total), 2) AS amount,
+               IF(SUM(quantity) > 1, 'many', 'one') AS how_many
+        FROM order_items
+        WHERE NOT is_refund
+        GROUP BY product_item_code
+        ORDER BY product_item_code
+    """
+    assert rows(shop, sql, dialect="mysql") == [
+        ("P1", 2, Decimal("20.50"), "many"), ("P2", 1, Decimal("12.00"), "one"), ("P3", 1, Decimal("10.00"), "one"),
+    ]  # fmt: skip
+
+
+def test_duckdb_with_ctes_and_a_join_of_views(shop):
+    sql = """
+        WITH buyers AS (SELECT DISTINCT visitor_id FROM orders WHERE NOT is_refund)
+        SELECT p.person_id, count(*) AS sessions, sum(s.event_count) AS events
+        FROM sessions AS s JOIN people AS p USING (visitor_id)
+        WHERE s.visitor_id IN (SELECT visitor_id FROM buyers)
+        GROUP BY ALL
+        ORDER BY 1
+    """
+    assert rows(shop, sql) == [("bob", 1, 2), ("u-ann", 2, 5)]
+
+
+# --- limits and parameters ----------------------------------------------------------------------------
+
+
+def test_rows_beyond_the_limit_are_cut_and_flagged(shop):
+    result = run_sql(shop, "SELECT name FROM events ORDER BY ts", site_id=SITE, limit=3)
+    assert (result.table.num_rows, result.truncated) == (3, True)
+    assert result.table.column("name").to_pylist() == ["page_view", "product_view", "add_to_cart"]
+    result = run_sql(shop, "SELECT name FROM events", site_id=SITE, limit=8)
+    assert (result.table.num_rows, result.truncated) == (8, False)
+    assert result.columns == [("name", "VARCHAR")]
+
+
+def test_parameters_are_bound_not_formatted(shop):
+    hostile = "x' OR '1'='1"
+    assert rows(shop, "SELECT count(*) FROM events WHERE visitor_id = $v", parameters={"v": hostile}) == [
+        (0,)
+    ]
+    assert rows(shop, "SELECT count(*) FROM events WHERE visitor_id = $v", parameters={"v": "bob"}) == [(2,)]
+    assert rows(shop, "SELECT count(*) FROM events WHERE list_contains($vs, visitor_id)",
+                parameters={"vs": ["bob", "cy"]}) == [(3,)]  # fmt: skip
+    with pytest.raises(SqlError) as missing:
+        run_sql(shop, "SELECT $a, $b", site_id=SITE, parameters={"a": 1})
+    assert (missing.value.code, missing.value.details) == ("SQL_PARAMETER_MISSING", {"missing": ["b"]})
+    with pytest.raises(SqlError) as unknown:
+        run_sql(shop, "SELECT 1", site_id=SITE, parameters={"a": 1})
+    assert unknown.value.code == "SQL_PARAMETER_UNKNOWN"
+
+
+def test_errors_in_the_users_sql_carry_the_message_and_position(shop):
+    with pytest.raises(SqlError) as syntax:
+        run_sql(shop, "SELECT name,\nFROM events WHERE", site_id=SITE)
+    assert syntax.value.code == "SQL_SYNTAX_ERROR"
+    assert syntax.value.details["position"]["line"] == 2
+    with pytest.raises(SqlError) as unknown:
+        run_sql(shop, "SELECT name,\n       nmae FROM events", site_id=SITE)
+    assert unknown.value.code == "SQL_INVALID"
+    assert 'Referenced column "nmae" not found' in unknown.value.message
+    assert unknown.value.details["position"] == {"line": 2, "column": 8}
+    with pytest.raises(SqlError) as bad_cast:
+        run_sql(shop, "SELECT name::INTEGER FROM events", site_id=SITE)
+    assert bad_cast.value.code == "SQL_EXECUTION_ERROR"
+    with pytest.raises(SqlError) as dialect:
+        run_sql(shop, "SELECT 1", site_id=SITE, dialect="klingon")
+    assert dialect.value.code == "SQL_DIALECT_UNKNOWN"
+
+
+def test_execute_runs_a_guarded_query(shop):
+    query = guard("SELECT count(*) AS n FROM people WHERE person_id LIKE :p", dialect="snowflake")
+    assert query.parameters == ("p",)
+    assert query.views == frozenset({"people"})
+    assert execute(shop, query, site_id=SITE, parameters={"p": "u-%"}).table.to_pylist() == [{"n": 1}]
