@@ -50,7 +50,7 @@ def test_health_reports_each_check(client):
     body = client.get("/health").json()
     assert body["status"] == "ok"
     assert set(body["checks"]) == {"configStore", "dataDir"}
-    assert body["checks"]["configStore"]["detail"] == "schema 0003"
+    assert body["checks"]["configStore"]["detail"] == "schema 0004"
 
 
 def test_health_is_503_when_the_data_dir_is_gone(client, settings):
@@ -90,3 +90,9 @@ def test_openapi_documents_validation_as_400_never_422(client):
     assert funnel["content"]["application/json"]["schema"]["properties"]["error"]["required"] == [
         "code", "message", "details"
     ]  # fmt: skip
+
+
+def test_every_request_gets_its_own_id_when_none_is_sent(client):
+    ids = [client.get("/health").headers["x-request-id"] for _ in range(3)]
+    assert len(set(ids)) == 3
+    assert all(len(i) == 32 for i in ids)

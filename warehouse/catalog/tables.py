@@ -169,3 +169,19 @@ funnel_definitions = Table(
     _created_at(),
     Column("updated_at", UTCDateTime(), nullable=False),
 )
+
+saved_queries = Table(
+    "saved_queries",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("site_id", String(36), ForeignKey("sites.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column("name", String(200), nullable=False),
+    Column("description", Text, nullable=True),
+    Column("query", Text, nullable=False),
+    Column("dialect", String(32), nullable=False),
+    Column("parameters", JSON, nullable=False),
+    Column("created_by", String(36), nullable=True),
+    _created_at(),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    UniqueConstraint("site_id", "name", name="uq_saved_queries_site_id_name"),
+)

@@ -1,0 +1,90 @@
+"""Saved queries: a site's named ad-hoc SQL (text, input dialect, declared parameters)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, select
+from sqlalchemy import delete as sql_delete
+from sqlalchemy import update as sql_update
+from sqlalchemy.exc import IntegrityError
+
+from warehouse.catalog.rows import get_by_id, new_id, to_dict
+from warehouse.catalog.store import utcnow
+from warehouse.catalog.tables import saved_queries
+
+EDITABLE = frozenset({"name", "description", "query", "dialect", "parameters"})
+
+
+class NameTaken(Exception):
+    """Another saved query of the site already has this name."""
+
+
+def create(
+    conn: Connection,
+    *,
+    site_id: str,
+    name: str,
+    query: str,
+    dialect: str,
+    parameters: list[dict[str, Any]],
+    description: str | None = None,
+    created_by: str | None = None,
+) -> dict[str, Any]:
+    now = utcnow()
+    row = {
+        "id": new_id(),
+        "site_id": site_id,
+        "name": name,
+        "description": description,
+        "query": query,
+        "dialect": dialect,
+        "parameters": [*parameters],  # not list(): `list` below is this module's verb
+        "created_by": created_by,
+        "created_at": now,
+        "updated_at": now,
+    }
+    try:
+        with conn.begin_nested():
+            conn.execute(saved_queries.insert().values(**row))
+    except IntegrityError:
+        raise NameTaken(name) from None
+    return row
+
+
+def get(conn: Connection, *, query_id: str) -> dict[str, Any] | None:
+    return get_by_id(conn, saved_queries, query_id)
+
+
+def list(conn: Connection, *, site_id: str) -> list[dict[str, Any]]:
+    """A site's saved queries by name."""
+    rows = conn.execute(
+        select(saved_queries)
+        .where(saved_queries.c.site_id == site_id)
+        .order_by(saved_queries.c.name, saved_queries.c.id)
+    )
+    return [to_dict(r) for r in rows]
+
+
+def update(conn: Connection, *, query_id: str, **values: Any) -> dict[str, Any] | None:
+    """Change the given editable fields; answers the stored row (None when it does not exist)."""
+    unknown = set(values) - EDITABLE
+    if unknown:
+        raise ValueError(f"Not editable: {', '.join(sorted(unknown))}")
+    if values:
+        try:
+            with conn.begin_nested():
+                conn.execute(
+                    sql_update(saved_queries)
+                    .where(saved_queries.c.id == query_id)
+                    .values(updated_at=utcnow(), **values)
+                )
+        except IntegrityError:
+            raise NameTaken(values.get("name", "")) from None
+    return get(conn, query_id=query_id)
+
+
+def delete(conn: Connection, *, query_id: str) -> bool:
+    """True when a saved query was removed."""
+    result = conn.execute(sql_delete(saved_queries).where(saved_queries.c.id == query_id))
+    return result.rowcount > 0
