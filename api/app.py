@@ -18,6 +18,7 @@ from api.analytics.overview import router as overview_router
 from api.analytics.site_events import router as site_events_router
 from api.auth.routes import router as auth_router
 from api.errors import ERROR_RESPONSE_SCHEMA, install_error_handlers
+from api.ingest_routes import hot_routes
 from api.ingest_routes import private as tracking_router
 from api.ingest_routes import public as public_ingest_router
 from api.observability import Metrics, RequestObserver, configure_logging
@@ -90,6 +91,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         funnel_definitions_router, funnels_router, cohorts_router, journeys_router, overview_router, site_events_router,
     ):  # fmt: skip
         app.include_router(router, prefix=API_PREFIX)
+    app.router.routes[:0] = hot_routes(API_PREFIX)
     openapi_bodies.install(app, error_response=ERROR_RESPONSE_SCHEMA)
 
     @app.get("/metrics", include_in_schema=False)

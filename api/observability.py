@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 
 import orjson
 import structlog
@@ -85,6 +87,13 @@ class _Stderr:
             sys.stderr.flush()
 
 
+def request_ids() -> Iterator[str]:
+    """Unique request ids: a random prefix per process, then a counter. A uuid4 per request would
+    read the system's random source on the busiest path."""
+    prefix = uuid.uuid4().hex[:16]
+    return (f"{prefix}{n:016x}" for n in itertools.count(1))
+
+
 class RequestObserver:
     """ASGI middleware: one log line and metric sample per request, labelled by route template."""
 
@@ -92,16 +101,16 @@ class RequestObserver:
         self.app = app
         self.metrics = metrics
         self.log = structlog.get_logger("aisle.http")
+        self._request_ids = request_ids()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        request_id = (
-            next((v.decode() for k, v in scope.get("headers", []) if k == b"x-request-id"), None)
-            or uuid.uuid4().hex
-        )
+        request_id = next(
+            (v.decode() for k, v in scope.get("headers", []) if k == b"x-request-id"), None
+        ) or next(self._request_ids)
         status = 500
 
         async def send_wrapper(message: Message) -> None:

@@ -15,6 +15,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from aisle.settings import Settings
+from api.app import create_app
 from tests.factories import make_verified_site
 
 ORIGIN = {"Origin": "https://shop.example.com"}
@@ -584,3 +585,11 @@ def test_deep_json_and_far_clock_skew_are_400_not_500(client, app, shop):
     assert (traits.status_code, error_code(traits)) == (400, "INVALID_EVENT")
     app.state.ingest.flush()
     assert query(app, "SELECT event_id FROM events") == [("d2",)]
+
+
+def test_the_events_batch_is_served_by_its_bare_route_and_documented_by_fastapi(settings):
+    app = create_app(settings)
+    [first] = app.router.routes[:1]
+    assert first.path == "/api/v1/public/sites/{siteKey}/events/batch"
+    assert first.methods == {"POST"}
+    assert "post" in app.openapi()["paths"]["/api/v1/public/sites/{siteKey}/events/batch"]
