@@ -50,6 +50,12 @@ class Settings(BaseSettings):
         default=600.0, description="How often small lake files are merged."
     )
 
+    sql_memory_limit: str = Field(default="1GB", description="Memory one ad-hoc SQL query may use.")
+    sql_threads: int = Field(default=2, ge=1, description="Threads one ad-hoc SQL query may use.")
+    sql_max_concurrent: int = Field(default=4, ge=1, description="Ad-hoc SQL queries running at once.")
+    sql_default_timeout_ms: int = Field(default=10_000, ge=100, description="Ad-hoc SQL time limit.")
+    sql_max_timeout_ms: int = Field(default=60_000, ge=100, description="Largest timeoutMs a caller may ask.")
+
     # Domain verification looks at the real domain; tests point these at loopback.
     verification_dns_server: str | None = None
     verification_http_base: str | None = None

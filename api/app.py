@@ -16,6 +16,7 @@ from api.analytics.funnels import router as funnels_router
 from api.analytics.journeys import router as journeys_router
 from api.analytics.overview import router as overview_router
 from api.analytics.site_events import router as site_events_router
+from api.analytics.sql import router as sql_router
 from api.auth.routes import router as auth_router
 from api.errors import ERROR_RESPONSE_SCHEMA, install_error_handlers
 from api.ingest_routes import hot_routes
@@ -29,6 +30,7 @@ from api.sites.routes import router as sites_router
 from ingest.service import Ingest
 from jobs.mail import Outbox
 from jobs.scheduler import start_scheduler
+from queries.adhoc_sql import Sandbox
 from warehouse.catalog.store import create_store_engine, migrate
 from warehouse.engine import Engine
 from warehouse.hotstate import open_hot_state
@@ -77,6 +79,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.hot = open_hot_state(settings.redis_url)
     app.state.ingest = ingest
     app.state.engine = engine
+    app.state.sql_sandbox = Sandbox(
+        memory_limit=settings.sql_memory_limit,
+        threads=settings.sql_threads,
+        max_concurrent=settings.sql_max_concurrent,
+    )
     app.state.outbox = Outbox(
         outbox_dir=settings.outbox_dir, smtp_url=settings.smtp_url, sender=settings.mail_from
     )
@@ -89,6 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in (
         public_ingest_router, public_router, health_router, auth_router, sites_router, admin_router, tracking_router,
         funnel_definitions_router, funnels_router, cohorts_router, journeys_router, overview_router, site_events_router,
+        sql_router,
     ):  # fmt: skip
         app.include_router(router, prefix=API_PREFIX)
     app.router.routes[:0] = hot_routes(API_PREFIX)

@@ -56,6 +56,11 @@ class NotFound(AppError):
     code = "NOT_FOUND"
 
 
+class RequestTimeout(AppError):
+    status_code = 408
+    code = "REQUEST_TIMEOUT"
+
+
 class Conflict(AppError):
     status_code = 409
     code = "CONFLICT"
@@ -82,6 +87,7 @@ _STATUS_CODES = {
     403: "FORBIDDEN",
     404: "NOT_FOUND",
     405: "METHOD_NOT_ALLOWED",
+    408: "REQUEST_TIMEOUT",
     409: "CONFLICT",
     413: "PAYLOAD_TOO_LARGE",
     415: "UNSUPPORTED_MEDIA_TYPE",

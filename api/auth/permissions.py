@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 ANALYTICS_VIEW = "analytics:view"
+ANALYTICS_SQL = "analytics:sql"  # write and run ad-hoc SQL over a site's views
 AI_GENERATE = "ai:generate"
 SITES_READ = "sites:read"
 SITES_WRITE = "sites:write"
 ORG_MANAGE = "org:manage"
 
-ALL_PERMISSIONS = frozenset({ANALYTICS_VIEW, AI_GENERATE, SITES_READ, SITES_WRITE, ORG_MANAGE})
+ALL_PERMISSIONS = frozenset({ANALYTICS_VIEW, ANALYTICS_SQL, AI_GENERATE, SITES_READ, SITES_WRITE, ORG_MANAGE})
 
 ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
     "owner": ALL_PERMISSIONS,

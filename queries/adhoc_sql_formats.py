@@ -1,0 +1,145 @@
+"""Ad-hoc SQL answers as JSON, CSV, Parquet or a text table.
+
+JSON keeps money exact: decimals are strings, as everywhere on the wire; times are ISO 8601 in UTC
+(``Z``), intervals ISO 8601 durations, bytes base64. CSV and Parquet come in chunks so a large answer
+is written while it is sent.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Iterator
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from queries.adhoc_sql import SqlResult
+
+CHUNK_ROWS = 65_536
+CHUNK_BYTES = 1 << 20
+_SAFE_INTEGER = 1 << 63
+
+
+def _duration(value: Any) -> str:
+    if isinstance(value, timedelta):
+        months, days, nanos = 0, value.days, (value.seconds * 1_000_000 + value.microseconds) * 1000
+    else:  # pyarrow MonthDayNano
+        months, days, nanos = value.months, value.days, value.nanoseconds
+    seconds = Decimal(nanos) / Decimal(1_000_000_000)
+    return f"P{months}M{days}DT{seconds.normalize():f}S"
+
+
+def json_default(value: Any) -> Any:
+    """What orjson cannot write itself: decimals as strings, intervals as durations, bytes as base64."""
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, timedelta) or type(value).__name__ == "MonthDayNano":
+        return _duration(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def _huge_integer(value: Decimal | None) -> int | str | None:
+    # HUGEINT (what sum() of integers gives) arrives as decimal(38, 0): a number while JSON keeps it exact.
+    if value is None:
+        return None
+    return int(value) if abs(value) < _SAFE_INTEGER else str(value)
+
+
+def json_body(result: SqlResult) -> bytes:
+    """``{"columns": [{"name", "type"}], "rows": [[...]], "rowCount", "truncated", "elapsedMs"}``."""
+    columns = [result.table.column(i).to_pylist() for i in range(result.table.num_columns)]
+    for i, (_, kind) in enumerate(result.columns):
+        if kind in ("HUGEINT", "UHUGEINT"):
+            columns[i] = [_huge_integer(v) for v in columns[i]]
+    body = {
+        "columns": [{"name": name, "type": kind} for name, kind in result.columns],
+        "rows": list(zip(*columns, strict=True)) if columns else [],
+        "rowCount": result.table.num_rows,
+        "truncated": result.truncated,
+        "elapsedMs": result.elapsed_ms,
+    }
+    return orjson.dumps(body, default=json_default, option=orjson.OPT_UTC_Z | orjson.OPT_NON_STR_KEYS)
+
+
+def _textual(table: pa.Table, *, for_csv: bool) -> pa.Table:
+    """Columns a writer cannot take become text: intervals always (ISO 8601 durations); for CSV also
+    binary (base64) and lists, structs and maps (JSON)."""
+    columns = []
+    for field, column in zip(table.schema, table.columns, strict=True):
+        kind = field.type
+        nested = pa.types.is_nested(kind)
+        binary = pa.types.is_binary(kind) or pa.types.is_large_binary(kind)
+        if pa.types.is_interval(kind) or (for_csv and (nested or binary)):
+            values = [
+                None if v is None else orjson.dumps(v, default=json_default, option=orjson.OPT_UTC_Z).decode()
+                if nested else json_default(v)
+                for v in column.to_pylist()
+            ]  # fmt: skip
+            columns.append(pa.array(values, pa.string()))
+        else:
+            columns.append(column)
+    return pa.Table.from_arrays(columns, names=table.column_names) if table.num_columns else table
+
+
+def csv_chunks(result: SqlResult) -> Iterator[bytes]:
+    """RFC 4180 CSV with a header line; nested values as JSON text."""
+    table = _textual(result.table, for_csv=True)
+    buffer = io.BytesIO()
+    with pa_csv.CSVWriter(buffer, table.schema) as writer:
+        for batch in table.to_batches(max_chunksize=CHUNK_ROWS):
+            writer.write_batch(batch)
+            if buffer.tell() >= CHUNK_BYTES:
+                yield buffer.getvalue()
+                buffer.seek(0)
+                buffer.truncate()
+    if buffer.tell() or not table.num_rows:
+        yield buffer.getvalue()
+
+
+def parquet_chunks(result: SqlResult) -> Iterator[bytes]:
+    """One Parquet file (zstd), handed out in 1 MiB pieces."""
+    table = _textual(result.table, for_csv=False)
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, compression="zstd")
+    data = buffer.getbuffer()
+    for start in range(0, len(data), CHUNK_BYTES):
+        yield bytes(data[start : start + CHUNK_BYTES])
+
+
+def text_table(result: SqlResult, *, max_width: int = 40) -> str:
+    """A plain aligned table for a terminal, with the row count and whether rows were cut."""
+    names = [name for name, _ in result.columns]
+    rows = [
+        [_cell(v, max_width) for v in row]
+        for row in zip(*(c.to_pylist() for c in result.table.columns), strict=True)
+    ] if names else []  # fmt: skip
+    widths = [max([len(n), *(len(r[i]) for r in rows)]) for i, n in enumerate(names)]
+    line = "+".join("-" * (w + 2) for w in widths)
+    out = [
+        " " + " | ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)),
+        line,
+        *(" " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows),
+    ]
+    plural = "" if result.table.num_rows == 1 else "s"
+    more = " (truncated: more rows exist; raise --limit)" if result.truncated else ""
+    out.append(f"({result.table.num_rows} row{plural}{more})")
+    return "\n".join(out)
+
+
+def _cell(value: Any, max_width: int) -> str:
+    if value is None:
+        text = "NULL"
+    elif isinstance(value, str):
+        text = value
+    else:
+        text = orjson.dumps(value, default=json_default, option=orjson.OPT_UTC_Z).decode().strip('"')
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= max_width else text[: max_width - 1] + "…"
