@@ -118,3 +118,21 @@ def test_retired_versions_are_purged_only_after_their_grace_period(ingest):
     assert purge_retired(ingest.lake, EVENTS, grace_seconds=0) == 1
     [live] = list(versions.glob("*/*/*"))
     assert live == ingest.lake.partition_dir(EVENTS, site_id=SITE, date="2024-03-05").resolve()
+
+
+def test_partitions_compact_side_by_side_and_each_keeps_its_own_rows(ingest):
+    for day in (5, 6, 7):
+        for number in range(3):
+            batch = [{**e, "eventId": f"d{day}-{e['eventId']}", "timestamp": f"2024-03-0{day}T10:00:00Z"}
+                     for e in events(number * 10, 10)]  # fmt: skip
+            ingest.accept_events_sync(batch, context())
+            ingest.flush()
+
+    result = compact_table(ingest.lake, EVENTS, writer_lock=ingest.flushers["events"].lock, workers=3)
+
+    assert (result.partitions, result.files_in, result.files_out, result.rows) == (3, 9, 3, 90)
+    for day in (5, 6, 7):
+        partition = ingest.lake.partition_dir(EVENTS, site_id=SITE, date=f"2024-03-0{day}")
+        [merged] = list(partition.glob("*.parquet"))
+        ids = duckdb.sql(f"SELECT event_id FROM read_parquet('{merged}')").fetchall()
+        assert sorted(i for (i,) in ids) == sorted(f"d{day}-e{i}" for i in range(30))
