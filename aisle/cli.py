@@ -125,6 +125,95 @@ def import_(
     typer.echo(json.dumps(summary.as_dict(), indent=2))
 
 
+def _parameter(text: str) -> tuple[str, object]:
+    name, sep, raw = text.partition("=")
+    if not sep or not name:
+        raise typer.BadParameter(f"--param takes name=value, not '{text}'")
+    try:
+        value = json.loads(raw)  # numbers, true/false, null, ["lists"]; anything else is text
+    except ValueError:
+        value = raw
+    return name, value
+
+
+@app.command()
+def sql(
+    query: Annotated[
+        str, typer.Argument(help="One read-only query over the site views; '-' reads it from stdin.")
+    ],
+    site: Annotated[str, typer.Option("--site", help="Site id (uuid) whose views the query reads.")],
+    dialect: Annotated[
+        str, typer.Option(help="Input dialect (duckdb, postgres, bigquery, snowflake, spark, mysql, ...).")
+    ] = "duckdb",
+    format: Annotated[
+        str, typer.Option("--format", help="table, json, csv or parquet (needs --output).")
+    ] = "table",
+    limit: Annotated[
+        int, typer.Option(help="Most rows returned (at most 1,000,000).", min=1, max=1_000_000)
+    ] = 10_000,
+    timeout_ms: Annotated[
+        int | None,
+        typer.Option("--timeout-ms", help="Time limit (default AISLE_SQL_DEFAULT_TIMEOUT_MS).", min=100),
+    ] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", help="A named parameter as name=value (JSON or text); repeat it."),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", help="Write csv or parquet to this file.")
+    ] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Run ad-hoc SQL over one site's views (events, orders, order_items, products, people, sessions), with
+    the same guard and sandbox as POST /api/v1/analytics/sql; prints a table. See docs/sql.md."""
+    from queries.adhoc_sql import Sandbox, run_sql
+    from queries.adhoc_sql_formats import csv_chunks, json_body, parquet_chunks, text_table
+    from queries.adhoc_sql_guard import SqlError
+    from warehouse.catalog import sites
+    from warehouse.lake import Lake
+
+    if format not in ("table", "json", "csv", "parquet"):
+        raise typer.BadParameter("format must be table, json, csv or parquet")
+    if format == "parquet" and output is None:
+        raise typer.BadParameter("parquet needs --output FILE")
+    parameters = dict(_parameter(p) for p in param or [])
+    text = sys.stdin.read() if query == "-" else query
+    settings, store = _store(data_dir)
+    with store.connect() as conn:
+        record = sites.get(conn, site_id=site)
+    if record is None:
+        typer.echo(f"error: no site with id {site}", err=True)
+        raise typer.Exit(1)
+    sandbox = Sandbox(memory_limit=settings.sql_memory_limit, threads=settings.sql_threads)
+    try:
+        result = run_sql(
+            Lake(settings.data_dir / "lake"), text, site_id=record["id"], dialect=dialect, parameters=parameters,
+            limit=limit, timeout_ms=timeout_ms or settings.sql_default_timeout_ms, sandbox=sandbox,
+        )  # fmt: skip
+    except SqlError as exc:
+        position = exc.details.get("position")
+        where = f" (line {position['line']}, column {position['column']})" if position else ""
+        where = "" if where in exc.message else where
+        typer.echo(f"error: {exc.code}: {exc.message}{where}", err=True)
+        raise typer.Exit(2) from exc
+    if format == "table":
+        typer.echo(text_table(result))
+        return
+    chunks = {"json": lambda r: iter([json_body(r)]), "csv": csv_chunks, "parquet": parquet_chunks}[format](
+        result
+    )
+    if output is not None:
+        with output.open("wb") as sink:
+            for chunk in chunks:
+                sink.write(chunk)
+        more = ", truncated" if result.truncated else ""
+        typer.echo(f"{result.table.num_rows} rows written to {output}{more}", err=True)
+    else:
+        for chunk in chunks:
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.buffer.flush()
+
+
 @admin.command("create-user")
 def create_user(
     email: Annotated[str, typer.Option(help="Login e-mail.")],

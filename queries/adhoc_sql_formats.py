@@ -129,7 +129,7 @@ def text_table(result: SqlResult, *, max_width: int = 40) -> str:
         *(" " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows),
     ]
     plural = "" if result.table.num_rows == 1 else "s"
-    more = " (truncated: more rows exist; raise --limit)" if result.truncated else ""
+    more = ", truncated: more rows exist; raise --limit" if result.truncated else ""
     out.append(f"({result.table.num_rows} row{plural}{more})")
     return "\n".join(out)
 
