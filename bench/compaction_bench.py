@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from queries.funnel import FunnelQuery, funnel  # noqa: E402
 from warehouse.compaction import compact_table  # noqa: E402
 from warehouse.engine import Engine  # noqa: E402
 from warehouse.lake import EVENTS, EVENTS_SCHEMA, Lake  # noqa: E402
@@ -69,6 +70,13 @@ def time_funnel(engine: Engine, *, start: date, end: date) -> tuple[float, tuple
     return timed(lambda: engine.cursor().execute(FUNNEL_SQL, params).fetchall()[0])
 
 
+def time_library_funnel(engine: Engine, *, start: date, end: date) -> tuple[float, tuple]:
+    """The funnel the product serves (every step-1 event a possible start, people across devices)."""
+    query = FunnelQuery(site_id=SITE, steps=tuple(STEPS), start_date=start, end_date=end,
+                        window_seconds=7 * 86_400)  # fmt: skip
+    return timed(lambda: tuple(step.count for step in funnel(engine, query).steps))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -88,13 +96,16 @@ def main() -> None:
         table = make_file(rng, start=number * args.per_file, rows=args.per_file, day=day, visitors=200_000)
         lake.write_file(EVENTS, table, site_id=SITE, date=day.isoformat())
     written = time.perf_counter() - began
-    engine = Engine(lake)
+    engine = Engine(lake, threads=os.cpu_count() or 2)
     end = first + timedelta(days=args.days - 1)
     small_seconds, small_result = time_funnel(engine, start=first, end=end)
+    small_library_seconds, small_library = time_library_funnel(engine, start=first, end=end)
 
     result = compact_table(lake, EVENTS)
     compacted_seconds, compacted_result = time_funnel(engine, start=first, end=end)
+    compacted_library_seconds, compacted_library = time_library_funnel(engine, start=first, end=end)
     assert small_result == compacted_result, (small_result, compacted_result)
+    assert small_library == compacted_library, (small_library, compacted_library)
     print(json.dumps({
         "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
         "command": " ".join(["bench/compaction_bench.py", *sys.argv[1:]]),
@@ -108,6 +119,10 @@ def main() -> None:
                        "megabytesPerSecond": round(result.bytes_in / 1e6 / result.seconds, 1)},
         "funnelSecondsCompacted": round(compacted_seconds, 3),
         "speedup": round(small_seconds / compacted_seconds, 2),
+        "libraryFunnel": dict(zip(STEPS, small_library, strict=True)),
+        "libraryFunnelSecondsSmallFiles": round(small_library_seconds, 3),
+        "libraryFunnelSecondsCompacted": round(compacted_library_seconds, 3),
+        "librarySpeedup": round(small_library_seconds / compacted_library_seconds, 2),
     }, indent=2))  # fmt: skip
 
 

@@ -12,11 +12,13 @@ import shutil
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import structlog
@@ -45,19 +47,36 @@ def _small_files(partition: Path) -> list[Path]:
     return sorted(p for p in partition.glob("*.parquet") if p.stat().st_size < SMALL_FILE_BYTES)
 
 
-def _merge(files: list[Path], version: Path, *, schema, target_bytes: int) -> tuple[int, int]:
+def _row_groups(dataset: ds.Dataset, rows_per_group: int) -> Iterator[pa.Table]:
+    """The dataset's rows in tables of ``rows_per_group`` rows (the last one shorter). Batches come
+    one small file at a time; written as they come, each would stay a tiny row group."""
+    pending: list[pa.RecordBatch] = []
+    pending_rows = 0
+    for batch in dataset.to_batches(batch_size=rows_per_group):
+        pending.append(batch)
+        pending_rows += batch.num_rows
+        if pending_rows >= rows_per_group:
+            group = pa.Table.from_batches(pending, schema=dataset.schema)
+            yield group.slice(0, rows_per_group)
+            rest = group.slice(rows_per_group)
+            pending, pending_rows = rest.to_batches(), rest.num_rows
+    if pending_rows:
+        yield pa.Table.from_batches(pending, schema=dataset.schema)
+
+
+def _merge(files: list[Path], version: Path, *, table: LakeTable, target_bytes: int) -> tuple[int, int]:
     """Stream ``files`` into files of about ``target_bytes`` in ``version``; returns (files, rows)."""
     # The table's own schema: no schema inference that would open every small file an extra time.
-    dataset = ds.dataset([str(f) for f in files], format="parquet", schema=schema)
+    dataset = ds.dataset([str(f) for f in files], format="parquet", schema=table.schema)
     writer = None
     outputs = rows = 0
-    for batch in dataset.to_batches(batch_size=ROW_GROUP_ROWS):
+    for group in _row_groups(dataset, ROW_GROUP_ROWS):
         if writer is None:
             path = version / f"compact-{uuid.uuid4().hex}.parquet"
-            writer = pq.ParquetWriter(path, dataset.schema, compression="zstd")
+            writer = pq.ParquetWriter(path, table.schema, **table.parquet_options())
             outputs += 1
-        writer.write_batch(batch, row_group_size=ROW_GROUP_ROWS)
-        rows += batch.num_rows
+        writer.write_table(group, row_group_size=ROW_GROUP_ROWS)
+        rows += group.num_rows
         if path.stat().st_size >= target_bytes:
             writer.close()
             writer = None
@@ -82,7 +101,7 @@ def compact_partition(
         return None
     bytes_in = sum(p.stat().st_size for p in small)
     version = lake.new_version(table, partition)
-    outputs, rows = _merge(small, version, schema=table.schema, target_bytes=target_bytes)
+    outputs, rows = _merge(small, version, table=table, target_bytes=target_bytes)
     with writer_lock:
         merged = {p.name for p in small}
         for current in partition.glob("*.parquet"):

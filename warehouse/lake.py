@@ -104,6 +104,11 @@ class LakeTable:
     schema: pa.Schema
     key: str  # the column that identifies a row for exactly-once storage
 
+    def parquet_options(self) -> dict:
+        """How this table's files are written: zstd, dictionaries for every column but the row key,
+        whose values are all distinct (a dictionary there is built, then abandoned, at a cost)."""
+        return {"compression": "zstd", "use_dictionary": [n for n in self.schema.names if n != self.key]}
+
     def wire_schema(self) -> pa.Schema:
         """The schema of the durable log's JSON lines: times as epoch micros, money as strings,
         plus the partition columns."""
@@ -201,7 +206,7 @@ class Lake:
         directory = self.ensure_partition(table, site_id=site_id, date=date)
         final = directory / f"{name or uuid.uuid4().hex}.parquet"
         temp = directory / f".{final.name}.tmp"
-        pq.write_table(data, temp, compression="zstd", row_group_size=1_000_000)
+        pq.write_table(data, temp, row_group_size=1_000_000, **table.parquet_options())
         fsync_path(temp)
         os.replace(temp, final)
         fsync_path(directory.resolve())
