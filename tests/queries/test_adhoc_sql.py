@@ -3,8 +3,10 @@ several dialects answering exact numbers over a tiny hand-built lake."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -458,3 +460,59 @@ def test_execute_runs_a_guarded_query(shop):
     assert query.parameters == ("p",)
     assert query.views == frozenset({"people"})
     assert execute(shop, query, site_id=SITE, parameters={"p": "u-%"}).table.to_pylist() == [{"n": 1}]
+
+
+# --- docs/sql.md stays true ---------------------------------------------------------------------------
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "sql.md"
+
+
+def documented_columns() -> dict[str, list[tuple[str, str]]]:
+    """``### view`` sections of docs/sql.md: their tables' (column, type) rows."""
+    views: dict[str, list[tuple[str, str]]] = {}
+    current = None
+    for line in DOCS.read_text().splitlines():
+        if line.startswith("### "):
+            current = line[4:].strip()
+            views[current] = []
+        elif line.startswith("## "):
+            current = None
+        elif current and line.startswith("| `"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            views[current].append((cells[0].strip("`"), cells[1]))
+    return views
+
+
+def test_docs_list_every_column_of_every_view_with_its_type(tmp_path):
+    from warehouse.lake import Lake
+
+    conn = open_sandbox(Lake(tmp_path / "lake"), site_id=SITE, sandbox=Sandbox())
+    try:
+        documented = documented_columns()
+        assert list(documented) == list(VIEWS)
+        for view in VIEWS:
+            actual = [(r[0], r[1]) for r in conn.execute(f"DESCRIBE {view}").fetchall()]
+            assert [name for name, _ in documented[view]] == [name for name, _ in actual], view
+            for (name, doc_type), (_, real_type) in zip(documented[view], actual, strict=True):
+                if not doc_type.startswith("STRUCT"):
+                    assert doc_type == real_type, (view, name)
+    finally:
+        conn.close()
+
+
+def test_docs_list_exactly_the_allowed_functions():
+    from queries.adhoc_sql_guard import ALLOWED_FUNCTIONS
+
+    text = DOCS.read_text()
+    listed = text.split("<!-- functions:start -->", 1)[1].split("<!-- functions:end -->", 1)[0]
+    assert {f.strip() for f in listed.replace("\n", " ").split(",") if f.strip()} == ALLOWED_FUNCTIONS
+
+
+def test_every_example_in_the_docs_runs(shop):
+    blocks = re.findall(r"```sql\n(.*?)```", DOCS.read_text(), flags=re.DOTALL)
+    assert len(blocks) >= 8
+    for block in blocks:
+        dialect = re.match(r"-- dialect: (\w+)", block)
+        result = run_sql(shop, block, site_id=SITE, dialect=dialect.group(1) if dialect else None)
+        # The shop's data is from March 2024: only "the last 30 days" finds nothing in it.
+        assert result.table.num_rows >= 1 or "current_date" in block, block
