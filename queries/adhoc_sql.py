@@ -42,9 +42,19 @@ class Sandbox:
     """How much one query may use (memory as a DuckDB size string, threads) and how many run at once in
     this process. One per process: the limit on concurrent queries lives here."""
 
-    def __init__(self, *, memory_limit: str = "1GB", threads: int = 2, max_concurrent: int = 4) -> None:
+    def __init__(
+        self,
+        *,
+        memory_limit: str = "1GB",
+        threads: int = 2,
+        max_concurrent: int = 4,
+        max_result_bytes: int = 512 * 1024 * 1024,
+    ) -> None:
         self.memory_limit = memory_limit
         self.threads = threads
+        # DuckDB's memory limit covers what it manages (joins, aggregates, sorts), not every string a
+        # scalar function builds; the answer itself is capped here.
+        self.max_result_bytes = max_result_bytes
         self._slots = threading.BoundedSemaphore(max_concurrent)
 
     def slot(self, timeout_seconds: float) -> bool:
@@ -233,6 +243,11 @@ def _user_error(error: duckdb.Error, query: GuardedQuery) -> SqlError:
     return SqlError(code, message.strip(), details)
 
 
+def _type_name(kind: duckdb.DuckDBPyType) -> str:
+    text = str(kind)
+    return text[1:-1] if text.startswith('"') and text.endswith('"') else text  # '"NULL"' -> 'NULL'
+
+
 def _quoted_name(message: str) -> str | None:
     start = message.find('"')
     end = message.find('"', start + 1)
@@ -276,12 +291,22 @@ def _execute(
             if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
                 raise SqlError("SQL_STATEMENT_NOT_ALLOWED", "Only one read-only SELECT statement may run")
             relation = conn.sql(query.sql, params=bound or None)
-            columns = [(name, str(kind)) for name, kind in zip(relation.columns, relation.types, strict=True)]
+            columns = [
+                (name, _type_name(kind)) for name, kind in zip(relation.columns, relation.types, strict=True)
+            ]
             reader = relation.to_arrow_reader(min(BATCH_ROWS, limit + 1))
-            batches, rows = [], 0
+            batches, rows, size = [], 0, 0
             for batch in reader:
                 batches.append(batch)
                 rows += batch.num_rows
+                size += batch.nbytes
+                if size > sandbox.max_result_bytes:
+                    raise SqlError(
+                        "SQL_RESULT_TOO_LARGE",
+                        f"The answer is larger than {sandbox.max_result_bytes // (1024 * 1024)} MiB; select fewer "
+                        "rows or columns, or aggregate",
+                        {"maxBytes": sandbox.max_result_bytes},
+                    )
                 if rows > limit:
                     break
             table = pa.Table.from_batches(batches, schema=reader.schema).slice(0, limit)

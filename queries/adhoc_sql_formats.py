@@ -104,9 +104,24 @@ def csv_chunks(result: SqlResult) -> Iterator[bytes]:
         yield buffer.getvalue()
 
 
+def unique_names(names: list[str]) -> list[str]:
+    """Column names made unique (`a`, `a_2`): Parquet readers cannot tell two `a` columns apart."""
+    seen: set[str] = set()
+    out = []
+    for name in names:
+        candidate, n = name, 1
+        while candidate in seen:
+            n += 1
+            candidate = f"{name}_{n}"
+        seen.add(candidate)
+        out.append(candidate)
+    return out
+
+
 def parquet_chunks(result: SqlResult) -> Iterator[bytes]:
-    """One Parquet file (zstd), handed out in 1 MiB pieces."""
+    """One Parquet file (zstd), handed out in 1 MiB pieces; repeated column names get a suffix."""
     table = _textual(result.table, for_csv=False)
+    table = table.rename_columns(unique_names(table.column_names))
     buffer = io.BytesIO()
     pq.write_table(table, buffer, compression="zstd")
     data = buffer.getbuffer()

@@ -3,12 +3,15 @@ several dialects answering exact numbers over a tiny hand-built lake."""
 
 from __future__ import annotations
 
+import io
+import json
 import re
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 
 from ingest.normalise import Context
@@ -234,6 +237,13 @@ def test_a_query_over_its_memory_limit_fails_cleanly(shop):
         run_sql(shop, "SELECT count(DISTINCT s) FROM (SELECT range::VARCHAR || repeat('x', 200) AS s "
                       "FROM range(5000000))", site_id=SITE, sandbox=sandbox, timeout_ms=60_000)  # fmt: skip
     assert refused.value.code == "SQL_MEMORY_LIMIT"
+
+
+def test_an_answer_over_its_size_cap_is_refused(shop):
+    sandbox = Sandbox(max_result_bytes=1024 * 1024)
+    with pytest.raises(SqlError) as refused:
+        run_sql(shop, "SELECT repeat('x', 2000000) AS big", site_id=SITE, sandbox=sandbox)
+    assert (refused.value.code, refused.value.details) == ("SQL_RESULT_TOO_LARGE", {"maxBytes": 1024 * 1024})
 
 
 def test_the_sandbox_cannot_reach_files_settings_or_extensions_even_without_the_guard(shop):
@@ -516,3 +526,19 @@ def test_every_example_in_the_docs_runs(shop):
         result = run_sql(shop, block, site_id=SITE, dialect=dialect.group(1) if dialect else None)
         # The shop's data is from March 2024: only "the last 30 days" finds nothing in it.
         assert result.table.num_rows >= 1 or "current_date" in block, block
+
+
+def test_formats_keep_repeated_names_nulls_and_nested_values(shop):
+    from queries.adhoc_sql_formats import csv_chunks, json_body, parquet_chunks
+
+    result = run_sql(shop, "SELECT 1 AS a, 2 AS a, NULL AS n, [1, 2] AS l, {'k': 1.50} AS s", site_id=SITE)
+    assert result.columns == [("a", "INTEGER"), ("a", "INTEGER"), ("n", "NULL"), ("l", "INTEGER[]"),
+                              ("s", "STRUCT(k DECIMAL(3,2))")]  # fmt: skip
+    assert json.loads(json_body(result))["rows"] == [[1, 2, None, [1, 2], {"k": "1.50"}]]
+    assert b"".join(csv_chunks(result)).decode().splitlines() == [
+        '"a","a","n","l","s"',
+        '1,2,,"[1,2]","{""k"":""1.50""}"',
+    ]
+    table = pq.read_table(io.BytesIO(b"".join(parquet_chunks(result))))
+    assert table.column_names == ["a", "a_2", "n", "l", "s"]
+    assert table.to_pylist() == [{"a": 1, "a_2": 2, "n": None, "l": [1, 2], "s": {"k": Decimal("1.50")}}]
