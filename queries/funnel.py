@@ -3,19 +3,25 @@
 Every step-1 event inside the entry range is a possible start (as ClickHouse's ``windowFunnel``
 does); each person counts once, at the furthest step any start reaches within the conversion
 window, with times taken from the earliest start that reaches that step. No sampling.
+
+How it runs: DuckDB returns only two integers per event, grouped by person and in time order (the
+person as a 64-bit hash of its id; the time in epoch µs packed with the event's step code), and
+numpy walks every step-1 event forward at once, one step at a time, with gathers over the arrays.
+Events at the same microsecond sort in step order, other events first (as ``windowFunnel`` sorts
+them).
 """
 
 from __future__ import annotations
 
-import statistics
+import math
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
-import pyarrow as pa
+import numpy as np
 from pydantic import BaseModel, Field
 
 from queries import library
@@ -52,44 +58,180 @@ class FunnelQuery:
     order: Order = "sequential"
 
 
-# --- one person ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Progress:
+    """The people who entered, each at its first most complete conversion: ``person[i]`` reached
+    ``level[i]`` steps, step ``k`` at ``times[i, k]`` (epoch µs; columns past the level mean nothing)."""
+
+    person: np.ndarray
+    level: np.ndarray
+    times: np.ndarray
 
 
-def _chain(
-    events: list[tuple[int, str]], start: int, steps: tuple[str, ...], window_us: int, order: Order
-) -> list[int]:
-    """Times of the steps reached from the step-1 event at ``start`` (greedy earliest next match,
-    which reaches the furthest step possible from that start)."""
-    first_ts = events[start][0]
-    times = [first_ts]
+# --- the walk -----------------------------------------------------------------------------------
+#
+# The rows are events grouped by person and in time order within each person; a row index stands
+# for an event. ``end[i]`` is one past the last row of row i's person, so a later row belongs to the
+# same person exactly when it lies before ``end[i]``.
+
+
+def _codes(steps: tuple[str, ...]) -> list[int]:
+    """Each step's event code: the 1-based position of its name among the distinct step names (0 is
+    every other event)."""
+    names = list(dict.fromkeys(steps))
+    return [names.index(step) + 1 for step in steps]
+
+
+class _Rows:
+    def __init__(self, person: np.ndarray, ts: np.ndarray, code: np.ndarray) -> None:
+        self.ts, self.code, self.n = ts, code, len(ts)
+        ends = np.append(np.flatnonzero(person[1:] != person[:-1]) + 1, self.n)
+        self.end = np.repeat(ends, np.diff(ends, prepend=0))
+        self._next: dict[int, np.ndarray] = {}
+
+    def next_of(self, wanted: int) -> np.ndarray:
+        """``next_of(c)[i]``: the first row at or after row ``i`` (0..n) with code ``c``, ``n`` when
+        none: a reverse running minimum, computed once per code."""
+        if wanted not in self._next:
+            found = np.full(self.n + 1, self.n, dtype=np.int64)
+            hits = np.flatnonzero(self.code == wanted)
+            found[hits] = hits
+            reverse = found[::-1]
+            np.minimum.accumulate(reverse, out=reverse)
+            self._next[wanted] = found
+        return self._next[wanted]
+
+    def within(self, candidate: np.ndarray, end: np.ndarray, deadline: np.ndarray) -> np.ndarray:
+        """Which candidate rows are their start's person's and no later than its deadline."""
+        return (candidate < end) & (self.ts.take(candidate, mode="clip") <= deadline)
+
+
+def _walk(
+    rows: _Rows,
+    starts: np.ndarray,
+    codes: list[int],
+    *,
+    window_us: int,
+    order: Order,
+    record: bool = False,
+    second: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """From each start (the row of a step-1 event), the number of steps reached, taking at every
+    step the earliest event that qualifies (which reaches the furthest step possible from that
+    start); with ``record``, also the row of every step reached (-1 past the level). ``second``: the
+    step-2 candidate of each start when already known (sequential order)."""
+    level = np.ones(len(starts), dtype=np.int64)
+    reached = np.full((len(starts), len(codes)), -1, dtype=np.int64) if record else None
+    if record:
+        reached[:, 0] = starts
+    every, end, deadline = np.arange(len(starts)), rows.end[starts], rows.ts[starts] + window_us
     if order == "any":
-        wanted = Counter(steps[1:])
-        for ts, name in events[start + 1 :]:
-            if ts - first_ts > window_us or not wanted:
-                break
-            if wanted[name] > 0:
-                wanted[name] -= 1
-                times.append(ts)
-        return times
-    position = start
-    for step in steps[1:]:
-        if order == "strict":
-            nxt = position + 1
-            if nxt >= len(events) or events[nxt][1] != step or events[nxt][0] - first_ts > window_us:
-                break
-            position = nxt
-        else:
-            for candidate in range(position + 1, len(events)):
-                ts, name = events[candidate]
-                if ts - first_ts > window_us:
-                    return times
-                if name == step:
-                    position = candidate
+        # Steps 2..k in any order: of each name wanted m times, its first m events after the start.
+        found = np.full((len(starts), len(codes) - 1), rows.n, dtype=np.int64) if record else None
+        filled = np.zeros(len(starts), dtype=np.int64)
+        for wanted, repeats in Counter(codes[1:]).items():
+            alive, position, a_end, a_deadline = every, starts, end, deadline
+            for _ in range(repeats):
+                candidate = rows.next_of(wanted)[position + 1]
+                ok = rows.within(candidate, a_end, a_deadline)
+                alive, position, a_end, a_deadline = alive[ok], candidate[ok], a_end[ok], a_deadline[ok]
+                if not len(alive):
                     break
-            else:
-                break
-        times.append(events[position][0])
-    return times
+                level[alive] += 1
+                if record:
+                    found[alive, filled[alive]] = position
+                    filled[alive] += 1
+        if record:
+            found.sort(axis=1)
+            reached[:, 1:] = np.where(found < rows.n, found, -1)
+        return level, reached
+    alive, position = every, starts
+    for k in range(1, len(codes)):
+        if order == "strict":
+            candidate = position + 1
+            ok = rows.within(candidate, end, deadline) & (rows.code.take(candidate, mode="clip") == codes[k])
+        else:
+            candidate = (
+                second[alive] if k == 1 and second is not None else rows.next_of(codes[k])[position + 1]
+            )
+            ok = rows.within(candidate, end, deadline)
+        alive, position, end, deadline = alive[ok], candidate[ok], end[ok], deadline[ok]
+        if not len(alive):
+            break
+        level[alive] = k + 1
+        if record:
+            reached[alive, k] = position
+    return level, reached
+
+
+def _first_best(group: np.ndarray, level: np.ndarray) -> np.ndarray:
+    """Per run of equal ``group`` values (sorted), the index of the first element reaching the run's
+    highest ``level``."""
+    new = np.ones(len(group), dtype=bool)
+    new[1:] = group[1:] != group[:-1]
+    run = np.cumsum(new) - 1
+    best = np.maximum.reduceat(level, np.flatnonzero(new))
+    reaching = np.flatnonzero(level == best[run])
+    return reaching[np.diff(run[reaching], prepend=-1) != 0]
+
+
+def _sequential_starts(rows: _Rows, starts: np.ndarray, codes: list[int], *, window_us: int) -> np.ndarray:
+    """Per person, the first start reaching the person's furthest step, in sequential order.
+
+    Starts of one person that see the same next step-2 event follow the same chain from there on;
+    the last of them has the most time left, so only it is walked. In the person's first run whose
+    last start reaches the best level, the earliest start reaching it is the first one no more than
+    the window before the chain's last step."""
+    second = rows.next_of(codes[1])[starts + 1]
+    end = rows.end[starts]
+    last = np.ones(len(starts), dtype=bool)
+    last[:-1] = (second[1:] != second[:-1]) | (end[1:] != end[:-1])
+    tails = np.flatnonzero(last)
+    level, _ = _walk(
+        rows, starts[tails], codes, window_us=window_us, order="sequential", second=second[tails]
+    )
+    pick = _first_best(end[tails], level)
+    heads = np.concatenate(([0], tails[:-1] + 1))[pick]
+    tail = tails[pick]
+    best, reached = _walk(
+        rows, starts[tail], codes, window_us=window_us, order="sequential", record=True, second=second[tail]
+    )
+    last_step = reached[np.arange(len(tail)), best - 1]
+    earliest = np.where(best > 1, rows.ts[last_step] - window_us, np.iinfo(np.int64).min)
+    low, high = heads, tail  # the answer lies in [low, high]; high always qualifies
+    while (open_ := low < high).any():
+        middle = (low + high) // 2
+        qualifies = rows.ts[starts[middle]] >= earliest
+        high = np.where(open_ & qualifies, middle, high)
+        low = np.where(open_ & ~qualifies, middle + 1, low)
+    return starts[low]
+
+
+def walk_funnel(
+    person: np.ndarray,
+    ts: np.ndarray,
+    code: np.ndarray,
+    *,
+    codes: list[int],
+    window_us: int,
+    order: Order,
+    entry: tuple[int, int],
+) -> Progress:
+    """The funnel over events grouped by ``person`` and in time order within each person: ``ts`` in
+    epoch µs, ``code`` each event's step code (see ``_codes``), ``codes`` the code of each step and
+    ``entry`` the [start, end) range of step-1 events that count as starts."""
+    rows = _Rows(person, ts, code)
+    starts = np.flatnonzero((code == codes[0]) & (ts >= entry[0]) & (ts < entry[1]))
+    if not len(starts):
+        return Progress(person[:0], np.empty(0, dtype=np.int64), np.empty((0, len(codes)), dtype=np.int64))
+    if order == "sequential":
+        chosen = _sequential_starts(rows, starts, codes, window_us=window_us)
+    else:
+        level, _ = _walk(rows, starts, codes, window_us=window_us, order=order)
+        chosen = starts[_first_best(rows.end[starts], level)]
+    level, reached = _walk(rows, chosen, codes, window_us=window_us, order=order, record=True)
+    times = np.where(reached >= 0, ts[np.maximum(reached, 0)], 0)
+    return Progress(person[chosen], level, times)
 
 
 def person_progress(
@@ -100,18 +242,18 @@ def person_progress(
     order: Order,
     entry: tuple[int, int],
 ) -> list[int]:
-    """The step times of a person's first most complete conversion (empty when never entered).
+    """The step times of one person's first most complete conversion (empty when never entered).
     ``events`` are the person's (epoch-µs, name) in time order; ``entry`` the [start, end) range."""
-    best: list[int] = []
-    for index, (ts, name) in enumerate(events):
-        if name != steps[0] or not entry[0] <= ts < entry[1]:
-            continue
-        times = _chain(events, index, steps, window_us, order)
-        if len(times) > len(best):
-            best = times
-            if len(best) == len(steps):
-                break
-    return best
+    names = list(dict.fromkeys(steps))
+    code = np.array([names.index(name) + 1 if name in names else 0 for _, name in events], dtype=np.int64)
+    ts = np.array([when for when, _ in events], dtype=np.int64)
+    progress = walk_funnel(
+        np.zeros(len(events), dtype=np.int64), ts, code,
+        codes=_codes(steps), window_us=window_us, order=order, entry=entry,
+    )  # fmt: skip
+    if not len(progress.level):
+        return []
+    return progress.times[0, : progress.level[0]].tolist()
 
 
 # --- the report ---------------------------------------------------------------------------------
@@ -121,28 +263,44 @@ def _rate(part: int, whole: int) -> float:
     return round(part / whole, 6) if whole else 0.0
 
 
-def summarise(progress: list[list[int]], steps: tuple[str, ...]) -> FunnelReport:
+def summarise_progress(progress: Progress, steps: tuple[str, ...]) -> FunnelReport:
     """Counts per step (people at that step or further) and times between consecutive steps."""
-    entered = sum(1 for p in progress if p)
+    entered = len(progress.level)
     rows = []
     previous = entered
     for k, name in enumerate(steps):
-        reached = [p for p in progress if len(p) > k]
-        gaps = [(p[k] - p[k - 1]) / 1e6 for p in reached] if k else []
+        reached = progress.level > k
+        count = int(reached.sum())
+        gaps = np.empty(0)
+        if k and count:
+            gaps = (progress.times[reached, k] - progress.times[reached, k - 1]) / 1e6
         rows.append(
             FunnelStep(
                 event_name=name,
-                count=len(reached),
-                conversion_rate=_rate(len(reached), entered),
-                drop_off=previous - len(reached),
-                avg_time_to_convert_seconds=round(statistics.fmean(gaps), 3) if gaps else None,
-                median_time_to_convert_seconds=round(statistics.median(gaps), 3) if gaps else None,
+                count=count,
+                conversion_rate=_rate(count, entered),
+                drop_off=previous - count,
+                # fsum: the exactly rounded sum, so the mean does not depend on the order of people
+                avg_time_to_convert_seconds=round(math.fsum(gaps.tolist()) / len(gaps), 3)
+                if len(gaps)
+                else None,
+                median_time_to_convert_seconds=round(float(np.median(gaps)), 3) if len(gaps) else None,
             )
         )
-        previous = len(reached)
+        previous = count
     return FunnelReport(
         steps=rows, total_entered=entered, overall_conversion_rate=_rate(rows[-1].count, entered)
     )
+
+
+def summarise(progress: list[list[int]], steps: tuple[str, ...]) -> FunnelReport:
+    """``summarise_progress`` over per-person step-time lists (an empty list: never entered)."""
+    entered = [times for times in progress if times]
+    matrix = np.zeros((len(entered), len(steps)), dtype=np.int64)
+    for i, times in enumerate(entered):
+        matrix[i, : len(times)] = times
+    level = np.array([len(times) for times in entered], dtype=np.int64)
+    return summarise_progress(Progress(np.arange(len(entered)), level, matrix), steps)
 
 
 def _utc_bounds(query: FunnelQuery) -> tuple[datetime, datetime]:
@@ -153,56 +311,61 @@ def _utc_bounds(query: FunnelQuery) -> tuple[datetime, datetime]:
 
 
 def _scan_params(query: FunnelQuery) -> tuple[dict[str, Any], tuple[int, int]]:
-    """The bound parameters of ``funnel_sequences`` and the entry range in epoch µs."""
+    """The bound parameters of ``funnel_events`` and the entry range in epoch µs."""
     entry_start, entry_end = _utc_bounds(query)
     scan_end = entry_end + timedelta(seconds=query.window_seconds)
+    names = list(dict.fromkeys(query.steps))
     params = {
         "site_id": query.site_id,
         "scan_start": entry_start.date() - timedelta(days=1),
         "scan_end": scan_end.date() + timedelta(days=1),
         "scan_end_ts": scan_end,
         "entry_start": entry_start,
-        "entry_end": entry_end,
-        "first_step": query.steps[0],
         "all_names": query.order == "strict",
-        "step_names": list(dict.fromkeys(query.steps)),
+        "step_names": names,
+        "code_span": 1 << len(names).bit_length(),
     }
     return params, (int(entry_start.timestamp() * 1e6), int(entry_end.timestamp() * 1e6))
 
 
-def _people(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[str, list[tuple[int, str]]]]:
-    """(person_id, [(epoch-µs, name), ...]) per person from rows ordered by person, then time; a
-    person's rows may run across batches."""
-    current = ""
-    events: list[tuple[int, str]] = []
-    for batch in batches:
-        columns = (batch.column(n).to_pylist() for n in ("person_id", "ts_us", "name"))
-        for person, ts, name in zip(*columns, strict=True):
-            if person != current and events:
-                yield current, events
-                events = []
-            current = person
-            events.append((ts, name))
-    if events:
-        yield current, events
-
-
-def funnel_progress(engine: Engine, query: FunnelQuery) -> Iterator[tuple[str, list[int]]]:
-    """Every person who entered the funnel, in person-id order, with the epoch-µs times of the steps
-    of their first most complete conversion (``times[k]`` is when step ``k`` was reached). Streamed
-    from the engine batch by batch: the report and the per-person export both read this."""
+def _progress(engine: Engine, query: FunnelQuery) -> Progress:
     params, entry = _scan_params(query)
-    window_us = query.window_seconds * 1_000_000
-    for person_id, events in _people(library.stream(engine, "funnel_sequences", params)):
-        times = person_progress(events, query.steps, window_us=window_us, order=query.order, entry=entry)
-        if times:
-            yield person_id, times
+    table = library.run(engine, "funnel_events", params)
+    person = table["person_key"].to_numpy()
+    key = table["event_key"].to_numpy()
+    bits = params["code_span"].bit_length() - 1
+    return walk_funnel(
+        person, key >> bits, key & (params["code_span"] - 1), codes=_codes(query.steps),
+        window_us=query.window_seconds * 1_000_000, order=query.order, entry=entry,
+    )  # fmt: skip
 
 
 def funnel(engine: Engine, query: FunnelQuery) -> FunnelReport:
     """People entering by step 1 between ``start_date`` and ``end_date`` (inclusive, site time zone)
     and how far each got within ``window_seconds`` of their start, under the step ``order``."""
-    return summarise([times for _, times in funnel_progress(engine, query)], query.steps)
+    return summarise_progress(_progress(engine, query), query.steps)
+
+
+def funnel_progress(engine: Engine, query: FunnelQuery) -> Iterator[tuple[str, list[int]]]:
+    """Every person who entered the funnel, in person-id order, with the epoch-µs times of the steps
+    of their first most complete conversion (``times[k]`` is when step ``k`` was reached). The report
+    and the per-person export both read this."""
+    progress = _progress(engine, query)
+    if not len(progress.level):
+        return
+    params, _ = _scan_params(query)
+    entry_start, entry_end = _utc_bounds(query)
+    ids = library.run(engine, "funnel_people", {
+        "site_id": query.site_id, "scan_start": params["scan_start"], "scan_end": params["scan_end"],
+        "entry_start": entry_start, "entry_end": entry_end, "first_step": query.steps[0],
+    })  # fmt: skip
+    names: dict[int, str] = {}
+    for key, person_id in zip(ids["person_key"].to_pylist(), ids["person_id"].to_pylist(), strict=True):
+        if names.setdefault(key, person_id) != person_id:
+            raise RuntimeError(f"two people share the hash {key}: {names[key]!r}, {person_id!r}")
+    order = sorted(range(len(progress.level)), key=lambda i: names[int(progress.person[i])])
+    for i in order:
+        yield names[int(progress.person[i])], progress.times[i, : progress.level[i]].tolist()
 
 
 def people_at_step(engine: Engine, query: FunnelQuery, *, step: int) -> Iterator[tuple[str, datetime]]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-import pyarrow as pa
+import numpy as np
 
-from queries.funnel import FunnelQuery, _people, funnel, funnel_progress, people_at_step, summarise
+from queries.funnel import FunnelQuery, funnel, funnel_progress, people_at_step, summarise, walk_funnel
 from tests.queries.helpers import SITE, journeys_for
 
 DAY = date(2024, 1, 10)
@@ -79,19 +79,17 @@ def test_people_at_a_step_are_the_people_the_report_counts_there(lake):
     )
 
 
-def test_a_persons_events_are_grouped_across_batches():
-    def batch(rows):
-        people, times, names = zip(*rows, strict=True)
-        return pa.record_batch({"person_id": list(people), "ts_us": list(times), "name": list(names)})
-
-    batches = [
-        batch([("a", 1, "page_view"), ("b", 2, "page_view")]),
-        batch([("b", 3, "add_to_cart")]),
-        batch([("b", 4, "checkout_begin"), ("c", 5, "page_view")]),
-    ]
-    assert list(_people(batches)) == [
-        ("a", [(1, "page_view")]),
-        ("b", [(2, "page_view"), (3, "add_to_cart"), (4, "checkout_begin")]),
-        ("c", [(5, "page_view")]),
-    ]
-    assert list(_people([])) == []
+def test_the_walk_keeps_each_persons_rows_to_that_person():
+    # rows grouped by person (any integer key), codes 1..3 for page_view, add_to_cart, checkout_begin
+    person = np.array([7, 7, 9, 9, 9, 4])
+    ts = np.array([1, 5, 2, 3, 4, 6])
+    code = np.array([1, 2, 2, 1, 3, 3])
+    progress = walk_funnel(
+        person, ts, code, codes=[1, 2, 3], window_us=10, order="sequential", entry=(0, 100)
+    )  # fmt: skip
+    # person 7 stops at add_to_cart: person 9's checkout_begin is not theirs; person 9 has no
+    # add_to_cart after its page view; person 4 never entered
+    assert progress.person.tolist() == [7, 9]
+    assert progress.level.tolist() == [2, 1]
+    assert progress.times[0, :2].tolist() == [1, 5]
+    assert progress.times[1, :1].tolist() == [3]
