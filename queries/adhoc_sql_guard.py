@@ -8,6 +8,7 @@ anything from it. What runs is the SQL generated from the very tree that passed.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -17,6 +18,16 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialects
 from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
+
+
+class _NoCommandFallbackWarning(logging.Filter):
+    """Hostile input makes sqlglot warn that it falls back to a Command; the guard refuses it instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Falling back to parsing as a 'Command'" not in record.getMessage()
+
+
+logging.getLogger("sqlglot").addFilter(_NoCommandFallbackWarning())
 
 # The views a query may read (queries/sql/adhoc_views.sql); nothing else in the catalog resolves.
 VIEWS = ("events", "orders", "order_items", "products", "people", "sessions")
@@ -369,6 +380,16 @@ def guard(sql: str, *, dialect: str | None = None) -> GuardedQuery:
     """Parse ``sql`` in ``dialect`` (DuckDB by default), transpile it to DuckDB and check the tree: one
     read-only query, only the site views (and its own CTEs), only allow-listed functions, only named
     parameters. Raises :class:`SqlError` naming what it refused."""
+    try:
+        return _guard(sql, dialect=dialect)
+    except RecursionError:
+        raise SqlError(
+            "SQL_TOO_COMPLEX",
+            "The query nests too deeply to be checked; flatten it (fewer nested parentheses)",
+        ) from None
+
+
+def _guard(sql: str, *, dialect: str | None = None) -> GuardedQuery:
     dialect = _dialect(dialect)
     original = _single_statement(_parse(sql, dialect=dialect), sql)
     if isinstance(original, exp.Select) and original.args.get("into"):

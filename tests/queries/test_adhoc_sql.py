@@ -166,6 +166,15 @@ HOSTILE: list[tuple[str, str, str]] = [
     ("duckdb", "SELECT which_secret('s3://bucket/x', 's3')", "SQL_FUNCTION_NOT_ALLOWED"),
     ("duckdb", "SELECT nextval('seq')", "SQL_FUNCTION_NOT_ALLOWED"),
     ("duckdb", "SELECT ?", "SQL_PARAMETER_UNNAMED"),
+    ("duckdb", "SELECT $1", "SQL_PARAMETER_UNNAMED"),
+    # hidden in subqueries, lambdas, set operations and other statements
+    ("duckdb", "SELECT list_transform([1], x -> (SELECT count(*) FROM _lake_orders))", "SQL_TABLE_NOT_ALLOWED"),
+    ("duckdb", "SELECT name FROM events UNION ALL SELECT name FROM _lake_events", "SQL_TABLE_NOT_ALLOWED"),
+    ("duckdb", "SELECT * FROM events WHERE name IN (SELECT content FROM read_text('/etc/passwd'))",
+     "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "PIVOT events ON name USING count(*)", "SQL_STATEMENT_NOT_ALLOWED"),
+    ("duckdb", "SELECT $$ ; $$ AS text; ATTACH ':memory:' AS x", "SQL_MULTIPLE_STATEMENTS"),
+    ("duckdb", "SELECT " + "(" * 3000 + "1" + ")" * 3000, "SQL_TOO_COMPLEX"),
     ("mysql", "SELECT @@version", "SQL_INVALID"),  # read as a column named version: there is none
 ]  # fmt: skip
 
