@@ -65,7 +65,8 @@ RESULT_RESPONSES: dict[int | str, dict[str, Any]] = {
             "application/vnd.apache.parquet": {"schema": {"type": "string", "format": "binary"}},
         },
         "headers": {
-            TRUNCATED_HEADER: {"description": "true when the query had more rows than `limit`", "schema": {"type": "string"}},
+            TRUNCATED_HEADER: {"description": "true when the query had more rows than `limit`",
+                               "schema": {"type": "string"}},
             ROW_COUNT_HEADER: {"description": "Rows in the answer", "schema": {"type": "integer"}},
         },
     },
@@ -103,8 +104,8 @@ def run_sql(
 ) -> Response:
     site = service.sql_site(store, principal, body.site_id)
     result = service.run_adhoc(
-        request.app.state.engine.lake, request.app.state.sql_sandbox, settings, site=site, user_id=principal.user_id,
-        query=body.query, dialect=body.dialect, parameters=body.parameters, format=body.format, limit=body.limit,
+        request.app.state.engine.lake, request.app.state.sql_sandbox, settings, site=site,
+        user_id=principal.user_id, query=body.query, dialect=body.dialect, parameters=body.parameters, format=body.format, limit=body.limit,
         timeout_ms=body.timeout_ms,
     )  # fmt: skip
     return respond(result, format=body.format)

@@ -106,8 +106,9 @@ def run(
         log.info("adhoc_sql", site_id=site["id"], user_id=user_id, saved_query_id=saved_query_id,
                  sql_hash=fingerprint, outcome=error.code)  # fmt: skip
         raise http_error(error) from None
-    log.info("adhoc_sql", site_id=site["id"], user_id=user_id, saved_query_id=saved_query_id, sql_hash=fingerprint,
-             outcome="ok", rows=result.table.num_rows, truncated=result.truncated, elapsed_ms=result.elapsed_ms)  # fmt: skip
+    log.info("adhoc_sql", site_id=site["id"], user_id=user_id, saved_query_id=saved_query_id,
+             sql_hash=fingerprint, outcome="ok", rows=result.table.num_rows, truncated=result.truncated,
+             elapsed_ms=result.elapsed_ms)  # fmt: skip
     return result
 
 
@@ -204,8 +205,10 @@ def bound_values(parameters: list[SavedQueryParameter], given: dict[str, Paramet
     declared = {p.name: p for p in parameters}
     unknown = sorted(set(given) - set(declared))
     if unknown:
-        raise BadRequest(f"The saved query has no parameter named {', '.join(unknown)}",
-                         code="SQL_PARAMETER_UNKNOWN", details={"unknown": unknown, "parameters": [*declared]})  # fmt: skip
+        raise BadRequest(
+            f"The saved query has no parameter named {', '.join(unknown)}",
+            code="SQL_PARAMETER_UNKNOWN", details={"unknown": unknown, "parameters": [*declared]},
+        )  # fmt: skip
     missing = [p.name for p in parameters if p.required and p.name not in given]
     if missing:
         raise BadRequest(f"Give a value for every required parameter; missing: {', '.join(missing)}",
