@@ -11,6 +11,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from queries import funnel as funnel_module
 from queries.funnel import FunnelQuery, _codes, funnel, person_progress, summarise, walk_funnel
 from tests.queries.helpers import SITE, journeys_for
 
@@ -288,3 +289,20 @@ def test_summarise_counts_people_at_or_beyond_each_step():
     assert report.steps[1].avg_time_to_convert_seconds == 15.0
     assert report.steps[2].median_time_to_convert_seconds == 20.0
     assert report.total_entered == 3
+
+
+def test_the_report_is_the_same_when_people_are_walked_in_small_parts(lake, monkeypatch):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ann": [{"event": "page_view", "at": at(10)}, {"event": "add_to_cart", "at": at(10, 1)},
+                {"event": "checkout_begin", "at": at(10, 3)}],
+        "bob": [{"event": "page_view", "at": at(11)}, {"event": "add_to_cart", "at": at(11, 3)}],
+        "cat": [{"event": "page_view", "at": at(12)}, {"event": "page_view", "at": at(12, 5)}],
+        "dan": [{"event": "add_to_cart", "at": at(12)}, {"event": "page_view", "at": at(13)},
+                {"event": "checkout_begin", "at": at(13, 1)}],
+    })  # fmt: skip
+    steps = ["page_view", "add_to_cart", "checkout_begin"]
+    whole = run(engine, steps)
+    monkeypatch.setattr(funnel_module, "PART_ROWS", 2)
+    assert run(engine, steps) == whole
+    assert counts(whole) == [4, 2, 1]
