@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 from sqlalchemy import delete as sql_delete
-from sqlalchemy import update as sql_update
 
-from warehouse.catalog.rows import get_by_id, new_id, to_dict
+from warehouse.catalog.rows import get_by_id, list_for_site, new_id, update_editable
 from warehouse.catalog.store import utcnow
 from warehouse.catalog.tables import funnel_definitions
 
@@ -49,26 +48,13 @@ def get(conn: Connection, *, definition_id: str) -> dict[str, Any] | None:
 
 def list(conn: Connection, *, site_id: str) -> list[dict[str, Any]]:
     """A site's definitions, oldest first."""
-    rows = conn.execute(
-        select(funnel_definitions)
-        .where(funnel_definitions.c.site_id == site_id)
-        .order_by(funnel_definitions.c.created_at, funnel_definitions.c.id)
-    )
-    return [to_dict(r) for r in rows]
+    order_by = [funnel_definitions.c.created_at, funnel_definitions.c.id]
+    return list_for_site(conn, funnel_definitions, site_id, order_by=order_by)
 
 
 def update(conn: Connection, *, definition_id: str, **values: Any) -> dict[str, Any] | None:
     """Change the given editable fields; answers the stored row (None when it does not exist)."""
-    unknown = set(values) - EDITABLE
-    if unknown:
-        raise ValueError(f"Not editable: {', '.join(sorted(unknown))}")
-    if values:
-        conn.execute(
-            sql_update(funnel_definitions)
-            .where(funnel_definitions.c.id == definition_id)
-            .values(updated_at=utcnow(), **values)
-        )
-    return get(conn, definition_id=definition_id)
+    return update_editable(conn, funnel_definitions, definition_id, editable=EDITABLE, values=values)
 
 
 def delete(conn: Connection, *, definition_id: str) -> bool:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 from sqlalchemy import delete as sql_delete
-from sqlalchemy import update as sql_update
 from sqlalchemy.exc import IntegrityError
 
-from warehouse.catalog.rows import get_by_id, new_id, to_dict
+from warehouse.catalog.rows import get_by_id, list_for_site, new_id, update_editable
 from warehouse.catalog.store import utcnow
 from warehouse.catalog.tables import saved_queries
 
@@ -58,30 +57,17 @@ def get(conn: Connection, *, query_id: str) -> dict[str, Any] | None:
 
 def list(conn: Connection, *, site_id: str) -> list[dict[str, Any]]:
     """A site's saved queries by name."""
-    rows = conn.execute(
-        select(saved_queries)
-        .where(saved_queries.c.site_id == site_id)
-        .order_by(saved_queries.c.name, saved_queries.c.id)
-    )
-    return [to_dict(r) for r in rows]
+    return list_for_site(conn, saved_queries, site_id, order_by=[saved_queries.c.name, saved_queries.c.id])
 
 
 def update(conn: Connection, *, query_id: str, **values: Any) -> dict[str, Any] | None:
     """Change the given editable fields; answers the stored row (None when it does not exist)."""
-    unknown = set(values) - EDITABLE
-    if unknown:
-        raise ValueError(f"Not editable: {', '.join(sorted(unknown))}")
-    if values:
-        try:
-            with conn.begin_nested():
-                conn.execute(
-                    sql_update(saved_queries)
-                    .where(saved_queries.c.id == query_id)
-                    .values(updated_at=utcnow(), **values)
-                )
-        except IntegrityError:
-            raise NameTaken(values.get("name", "")) from None
-    return get(conn, query_id=query_id)
+    try:
+        return update_editable(
+            conn, saved_queries, query_id, editable=EDITABLE, values=values, savepoint=True
+        )
+    except IntegrityError:
+        raise NameTaken(values.get("name", "")) from None
 
 
 def delete(conn: Connection, *, query_id: str) -> bool:
