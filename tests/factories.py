@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 
 from api.auth.service import create_user
+from warehouse.catalog import organizations, sites
 
 PASSWORD = "correct horse battery"
 _counter = itertools.count(1)
@@ -67,9 +68,16 @@ class Session:
 
 
 def make_verified_site(session: Session, store, **fields: Any) -> dict[str, Any]:
-    from warehouse.catalog import sites
-
     site = session.make_site(**fields)
     with store.begin() as conn:
         sites.update_fields(conn, site_id=site["id"], is_verified=True)
     return {**site, "isVerified": True}
+
+
+def make_store_site(conn) -> dict[str, Any]:
+    """A site of a new organisation, written straight to the config store (no API, no user)."""
+    org = organizations.create(conn, name="Acme")
+    return sites.create(
+        conn, organization_id=org["id"], name="Shop", domain="shop.example.com", currency="EUR",
+        timezone="UTC", tracking_config={},
+    )  # fmt: skip

@@ -7,15 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from warehouse.catalog import funnel_definitions, organizations, sites
-
-
-def make_site(conn) -> dict:
-    org = organizations.create(conn, name="Acme")
-    return sites.create(
-        conn, organization_id=org["id"], name="Shop", domain="shop.example.com", currency="EUR",
-        timezone="UTC", tracking_config={},
-    )  # fmt: skip
+from tests.factories import make_store_site
+from warehouse.catalog import funnel_definitions, sites
 
 
 def make_definition(conn, site_id: str, name: str = "Checkout") -> dict:
@@ -27,7 +20,7 @@ def make_definition(conn, site_id: str, name: str = "Checkout") -> dict:
 
 def test_create_get_round_trip(store):
     with store.begin() as conn:
-        site = make_site(conn)
+        site = make_store_site(conn)
         created = make_definition(conn, site["id"])
     with store.connect() as conn:
         fetched = funnel_definitions.get(conn, definition_id=created["id"])
@@ -41,7 +34,7 @@ def test_create_get_round_trip(store):
 
 def test_list_is_per_site_oldest_first(store):
     with store.begin() as conn:
-        site, other = make_site(conn), make_site(conn)
+        site, other = make_store_site(conn), make_store_site(conn)
         first = make_definition(conn, site["id"], "First")
         second = make_definition(conn, site["id"], "Second")
         make_definition(conn, other["id"], "Elsewhere")
@@ -52,7 +45,7 @@ def test_list_is_per_site_oldest_first(store):
 
 def test_update_changes_the_given_fields_and_the_update_time(store):
     with store.begin() as conn:
-        created = make_definition(conn, make_site(conn)["id"])
+        created = make_definition(conn, make_store_site(conn)["id"])
     with store.begin() as conn:
         updated = funnel_definitions.update(
             conn, definition_id=created["id"], name="Renamed", steps=["scroll", "click"], order="any",
@@ -71,7 +64,7 @@ def test_update_changes_the_given_fields_and_the_update_time(store):
 
 def test_delete_and_the_cascade_from_sites(store):
     with store.begin() as conn:
-        site = make_site(conn)
+        site = make_store_site(conn)
         removed, kept = make_definition(conn, site["id"]), make_definition(conn, site["id"])
     with store.begin() as conn:
         assert funnel_definitions.delete(conn, definition_id=removed["id"]) is True

@@ -7,19 +7,12 @@ from datetime import timedelta
 
 import pytest
 
-from warehouse.catalog import organizations, saved_queries, sites
+from tests.factories import make_store_site
+from warehouse.catalog import saved_queries, sites
 
 PARAMETERS = [
     {"name": "since", "type": "date", "required": False, "default": "2024-01-01", "description": None}
 ]
-
-
-def make_site(conn) -> dict:
-    org = organizations.create(conn, name="Acme")
-    return sites.create(
-        conn, organization_id=org["id"], name="Shop", domain="shop.example.com", currency="EUR",
-        timezone="UTC", tracking_config={},
-    )  # fmt: skip
 
 
 def make_query(conn, site_id: str, name: str = "Daily views") -> dict:
@@ -31,7 +24,7 @@ def make_query(conn, site_id: str, name: str = "Daily views") -> dict:
 
 def test_create_get_round_trip(store):
     with store.begin() as conn:
-        created = make_query(conn, make_site(conn)["id"])
+        created = make_query(conn, make_store_site(conn)["id"])
     with store.connect() as conn:
         fetched = saved_queries.get(conn, query_id=created["id"])
         assert saved_queries.get(conn, query_id="no-such-id") is None
@@ -43,7 +36,7 @@ def test_create_get_round_trip(store):
 
 def test_list_is_per_site_by_name(store):
     with store.begin() as conn:
-        site, other = make_site(conn), make_site(conn)
+        site, other = make_store_site(conn), make_store_site(conn)
         second = make_query(conn, site["id"], "b")
         first = make_query(conn, site["id"], "a")
         make_query(conn, other["id"], "elsewhere")
@@ -54,7 +47,7 @@ def test_list_is_per_site_by_name(store):
 
 def test_a_name_is_taken_once_per_site(store):
     with store.begin() as conn:
-        site, other = make_site(conn), make_site(conn)
+        site, other = make_store_site(conn), make_store_site(conn)
         kept = make_query(conn, site["id"], "same")
         make_query(conn, other["id"], "same")  # another site may use it
         with pytest.raises(saved_queries.NameTaken):
@@ -70,7 +63,7 @@ def test_a_name_is_taken_once_per_site(store):
 
 def test_update_changes_the_given_fields_and_the_update_time(store):
     with store.begin() as conn:
-        created = make_query(conn, make_site(conn)["id"])
+        created = make_query(conn, make_store_site(conn)["id"])
     with store.begin() as conn:
         updated = saved_queries.update(
             conn, query_id=created["id"], name="Renamed", query="SELECT 1", dialect="postgres", parameters=[],
@@ -89,7 +82,7 @@ def test_update_changes_the_given_fields_and_the_update_time(store):
 
 def test_delete_and_the_cascade_from_sites(store):
     with store.begin() as conn:
-        site = make_site(conn)
+        site = make_store_site(conn)
         removed, kept = make_query(conn, site["id"], "a"), make_query(conn, site["id"], "b")
     with store.begin() as conn:
         assert saved_queries.delete(conn, query_id=removed["id"]) is True
