@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from fastapi import APIRouter, Request, Response
 from pydantic import Field
-from starlette.routing import Route
+from starlette.routing import Match, Route
 
 from api.auth.permissions import ANALYTICS_VIEW
 from api.deps import ClientAddress, CurrentUser, HotStateDep, SettingsDep, StoreDep, load_owned_site, require
@@ -118,6 +118,17 @@ async def accept_event_batch(request: Request, site_key: str) -> Response:
     )
 
 
+class _NamedRoute(Route):
+    """A Starlette route that names itself in the scope, as FastAPI's own routes do, so request
+    logs and metrics label it by its template."""
+
+    def matches(self, scope):
+        match, child_scope = super().matches(scope)
+        if match is not Match.NONE:
+            child_scope["route"] = self
+        return match, child_scope
+
+
 def hot_routes(prefix: str) -> list[Route]:
     """The events batch as a bare Starlette route, matched before the documented FastAPI one: it
     reads no query, header or cookie parameters, so FastAPI's per-request parameter solving is
@@ -126,7 +137,7 @@ def hot_routes(prefix: str) -> list[Route]:
     async def endpoint(request: Request) -> Response:
         return await accept_event_batch(request, request.path_params["siteKey"])
 
-    return [Route(f"{prefix}{public.prefix}/events/batch", endpoint, methods=["POST"])]
+    return [_NamedRoute(f"{prefix}{public.prefix}/events/batch", endpoint, methods=["POST"])]
 
 
 async def _accept_order(request: Request, raw: Any, ctx: Context, hot, settings) -> OrderResult:

@@ -593,3 +593,10 @@ def test_the_events_batch_is_served_by_its_bare_route_and_documented_by_fastapi(
     assert first.path == "/api/v1/public/sites/{siteKey}/events/batch"
     assert first.methods == {"POST"}
     assert "post" in app.openapi()["paths"]["/api/v1/public/sites/{siteKey}/events/batch"]
+
+
+def test_batches_on_the_bare_route_are_counted_and_logged_under_the_route_template(client, server, shop):
+    assert post_events(client, shop, [ev("m-1")]).status_code == 200
+    text = httpx.get(f"{server.url}/metrics").text
+    route = "/api/v1/public/sites/{siteKey}/events/batch"
+    assert f'aisle_http_requests_total{{method="POST",route="{route}",status="200"}} 1.0' in text
