@@ -125,11 +125,16 @@ def run_adhoc(
     format: Format,
     limit: int | None,
     timeout_ms: int | None,
+    declared: list[SavedQueryParameter] | None = None,
+    saved_query_id: str | None = None,
 ) -> SqlResult:
+    """Check the limits, guard the text and run it. With `declared` (a saved query's parameters) the given
+    values are checked against them and defaults fill the ones left out."""
     row_limit, time_limit = limits(settings, format=format, limit=limit, timeout_ms=timeout_ms)
     guarded = _guard(query, dialect)
-    return run(lake, sandbox, site=site, user_id=user_id, query=guarded, parameters=parameters, limit=row_limit,
-               timeout_ms=time_limit)  # fmt: skip
+    values = parameters if declared is None else bound_values(declared, parameters)
+    return run(lake, sandbox, site=site, user_id=user_id, query=guarded, parameters=values, limit=row_limit,
+               timeout_ms=time_limit, saved_query_id=saved_query_id)  # fmt: skip
 
 
 # --- parameters of saved queries ----------------------------------------------------------------------
@@ -312,10 +317,9 @@ def run_saved(
     limit: int | None,
     timeout_ms: int | None,
 ) -> SqlResult:
-    row_limit, time_limit = limits(settings, format=format, limit=limit, timeout_ms=timeout_ms)
-    declared = _parameters(saved)
-    # Checked again on every run: the guard may have grown stricter since the query was saved.
-    guarded = _guard(saved["query"], saved["dialect"])
-    values = bound_values(declared, parameters)
-    return run(lake, sandbox, site=site, user_id=user_id, query=guarded, parameters=values, limit=row_limit,
-               timeout_ms=time_limit, saved_query_id=saved["id"])  # fmt: skip
+    # Guarded again on every run: the guard may have grown stricter since the query was saved.
+    return run_adhoc(
+        lake, sandbox, settings, site=site, user_id=user_id, query=saved["query"], dialect=saved["dialect"],
+        parameters=parameters, format=format, limit=limit, timeout_ms=timeout_ms, declared=_parameters(saved),
+        saved_query_id=saved["id"],
+    )  # fmt: skip
