@@ -39,6 +39,18 @@ def _store(data_dir: Path | None):
     return settings, store
 
 
+def _site(store, site_id: str) -> dict:
+    """The site, or exit 1 with an error when there is none with that id."""
+    from warehouse.catalog import sites
+
+    with store.connect() as conn:
+        record = sites.get(conn, site_id=site_id)
+    if record is None:
+        typer.echo(f"error: no site with id {site_id}", err=True)
+        raise typer.Exit(1)
+    return record
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
@@ -96,16 +108,11 @@ def import_(
 
     from ingest.importer import import_file
     from ingest.service import DataDirBusy, Ingest
-    from warehouse.catalog import sites
 
     if kind not in ("auto", "events", "orders"):
         raise typer.BadParameter("kind must be events, orders or auto")
     settings, store = _store(data_dir)
-    with store.connect() as conn:
-        record = sites.get(conn, site_id=site)
-    if record is None:
-        typer.echo(f"error: no site with id {site}", err=True)
-        raise typer.Exit(1)
+    record = _site(store, site)
     try:
         ingest = Ingest(data_dir=settings.data_dir)
     except DataDirBusy as exc:
@@ -169,7 +176,6 @@ def sql(
     from queries.adhoc_sql import Sandbox, run_sql
     from queries.adhoc_sql_formats import csv_chunks, json_body, parquet_chunks, text_table
     from queries.adhoc_sql_guard import SqlError
-    from warehouse.catalog import sites
     from warehouse.lake import Lake
 
     if format not in ("table", "json", "csv", "parquet"):
@@ -179,11 +185,7 @@ def sql(
     parameters = dict(_parameter(p) for p in param or [])
     text = sys.stdin.read() if query == "-" else query
     settings, store = _store(data_dir)
-    with store.connect() as conn:
-        record = sites.get(conn, site_id=site)
-    if record is None:
-        typer.echo(f"error: no site with id {site}", err=True)
-        raise typer.Exit(1)
+    record = _site(store, site)
     sandbox = Sandbox(memory_limit=settings.sql_memory_limit, threads=settings.sql_threads)
     try:
         result = run_sql(
