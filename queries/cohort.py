@@ -8,11 +8,13 @@ that have not started yet are empty cells (None).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
+
+import numpy as np
+import pyarrow as pa
 
 from queries import library
 from warehouse.engine import Engine
@@ -21,6 +23,9 @@ CohortType = Literal["signup", "first_purchase", "first_visit"]
 Interval = Literal["day", "week", "month"]
 RetentionMode = Literal["on", "on_or_after"]
 COMPARISON_PERIODS = 7  # P0..P6
+# A period's nominal length in µs (a month: 365.2425 / 12 days); local periods stay within one
+# period of it, which the SQL corrects against the real boundaries.
+NOMINAL_US = {"day": 86_400_000_000, "week": 7 * 86_400_000_000, "month": 2_629_746_000_000}
 
 
 @dataclass(frozen=True)
@@ -64,15 +69,68 @@ def _rate(part: int, whole: int) -> float:
     return round(part / whole, 6) if whole else 0.0
 
 
-def _counts(table) -> dict[str, dict[tuple[date | None, int | None], int]]:
-    out: dict[str, dict] = defaultdict(dict)
-    for kind, cohort_start, period, people in zip(
-        table["kind"].to_pylist(), table["cohort_start"].to_pylist(), table["period"].to_pylist(),
-        table["people"].to_pylist(), strict=True,
-    ):  # fmt: skip
-        key_date = cohort_start.date() if isinstance(cohort_start, datetime) else cohort_start
-        out[kind][(key_date, period)] = people
-    return out
+def period_bounds(first: date, until: datetime, interval: Interval, zone: ZoneInfo) -> list[int]:
+    """The UTC instants (epoch µs) where the local periods from ``first`` start, up to the first one
+    after ``until``."""
+    bounds, index = [], 0
+    while not bounds or bounds[-1] <= until.timestamp() * 1_000_000:
+        start = datetime.combine(add_periods(first, index, interval), time.min, zone)
+        bounds.append(int(start.timestamp()) * 1_000_000)
+        index += 1
+    return bounds
+
+
+@dataclass(frozen=True)
+class CohortCounts:
+    """People per cohort and period, cohorts and calendar periods numbered from the first bucket."""
+
+    size: np.ndarray  # [cohort]
+    on: np.ndarray  # [cohort, n]: did the return event in period n after the cohort's
+    on_or_after: np.ndarray  # [cohort, n]: in period n or any later one
+    active: np.ndarray  # [period]: cohort members active then (at or after their cohort)
+    returning: np.ndarray  # [period]: of them, members of an earlier cohort
+    churned: np.ndarray  # [period]: active the period before, not in this one
+
+
+def _bits(column: pa.ChunkedArray, width: int) -> np.ndarray:
+    """DuckDB bitstrings of ``width`` bits (each a byte counting the padding bits, then the bits,
+    first one highest) as a boolean matrix, one row per value."""
+    array = column.combine_chunks()
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32)[array.offset : array.offset + len(array) + 1]
+    data = np.frombuffer(array.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    data = data.reshape(len(array), -1)
+    padding = int(data[0, 0]) if len(array) else 0
+    return np.unpackbits(data[:, 1:], axis=1)[:, padding : padding + width].astype(bool)
+
+
+def cohort_counts(table: pa.Table, *, periods: int, period_count: int) -> CohortCounts:
+    """The counts of the report from one row per cohort member (``cohort_activity``): cohorts and
+    calendar periods ``0..periods - 1``, columns ``0..period_count``."""
+    width = periods + period_count
+    cohort = table["cohort_index"].to_numpy(zero_copy_only=False).astype(np.int64)
+    last = table["last_period"].fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    size = np.bincount(cohort, minlength=periods)[:periods]
+    on = np.zeros((periods, period_count + 1), dtype=np.int64)
+    active, returning, churned = (np.zeros(periods, dtype=np.int64) for _ in range(3))
+    step = max(1, 20_000_000 // width)  # people unpacked at a time: bounded memory
+    calendar = np.arange(periods)
+    for first in range(0, len(cohort), step):
+        part = slice(first, first + step)
+        bits, own = _bits(table["active"].slice(first, step), width), cohort[part]
+        columns = own[:, None] + np.arange(period_count + 1)
+        after = bits[np.arange(len(own))[:, None], columns]
+        for n in range(period_count + 1):
+            on[:, n] += np.bincount(own, weights=after[:, n], minlength=periods)[:periods].astype(np.int64)
+        mine = bits[:, :periods] & (calendar >= own[:, None])
+        active += mine.sum(axis=0)
+        returning += (mine & (calendar > own[:, None])).sum(axis=0)
+        churned[1:] += (mine[:, :-1] & ~bits[:, 1:periods]).sum(axis=0)
+    # on or after n: the last active period is n or later
+    reach = np.clip(last - cohort, -1, period_count)
+    at_most = np.zeros((periods, period_count + 2), dtype=np.int64)
+    np.add.at(at_most, (cohort, reach + 1), 1)
+    on_or_after = np.cumsum(at_most[:, ::-1], axis=1)[:, ::-1][:, 1:]
+    return CohortCounts(size, on, on_or_after, active, returning, churned)
 
 
 def _diagnostics(
@@ -118,25 +176,29 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
     if query.retention_mode == "on_or_after":
         # "In N or later" looks past the last column too: any later activity counts.
         last_needed = max(last_needed, today)
+    scan_end = last_needed + timedelta(days=1)
+    bounds = period_bounds(
+        first_bucket, datetime.combine(scan_end + timedelta(days=1), time.min, UTC), query.interval, zone
+    )
+    periods = _periods_between(first_bucket, bucket_start(query.end_date, query.interval), query.interval) + 1
     table = library.run(
         engine,
         "cohort_activity",
         {
-            "site_id": query.site_id, "scan_end": last_needed + timedelta(days=1), "cohort_type": query.cohort_type,
-            "interval": query.interval, "timezone": query.timezone, "range_start": range_start,
-            "range_end": range_end, "return_event": query.return_event,
-            "first_bucket": datetime.combine(first_bucket, time.min),
+            "site_id": query.site_id, "scan_end": scan_end, "cohort_type": query.cohort_type,
+            "range_start": range_start, "range_end": range_end, "return_event": query.return_event,
+            "bounds": bounds, "nominal_us": NOMINAL_US[query.interval], "width": periods + query.period_count,
+            "even": all(b - a == NOMINAL_US[query.interval] for a, b in zip(bounds, bounds[1:], strict=False)),
         },
     )  # fmt: skip
-    counts = _counts(table)
-    sizes = {cohort: people for (cohort, _), people in counts["size"].items()}
-    by_max: dict[date, dict[int, int]] = defaultdict(dict)
-    for (cohort, period), people in counts["max"].items():
-        by_max[cohort][period] = people
+    counts = cohort_counts(table, periods=periods, period_count=query.period_count)
+    starts = [add_periods(first_bucket, index, query.interval) for index in range(periods)]
 
     rows, retained_total, eligible_total, active_cells = [], 0, 0, 0
-    for cohort in sorted(sizes):
-        size = sizes[cohort]
+    for index, cohort in enumerate(starts):
+        size = int(counts.size[index])
+        if not size:
+            continue
         cells = []
         for n in range(query.period_count + 1):
             if add_periods(cohort, n, query.interval) > today:
@@ -145,9 +207,9 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
             if n == 0:
                 retained = size
             elif query.retention_mode == "on":
-                retained = counts["on"].get((cohort, n), 0)
+                retained = int(counts.on[index, n])
             else:
-                retained = sum(people for period, people in by_max[cohort].items() if period >= n)
+                retained = int(counts.on_or_after[index, n])
             cells.append(
                 {"period": f"P{n}", "retainedUsers": retained, "retentionRate": _rate(retained, size)}
             )
@@ -158,25 +220,21 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
         rows.append({"cohort": cohort.isoformat(), "size": size, "periods": cells})
 
     churn = []
-    for index in range(
-        _periods_between(first_bucket, bucket_start(query.end_date, query.interval), query.interval) + 1
-    ):
-        start = add_periods(first_bucket, index, query.interval)
-        active = counts["active"].get((None, index), 0)
-        previous_active = counts["active"].get((None, index - 1), 0)
-        churned = counts["churned"].get((None, index), 0) if index else 0
+    for index, start in enumerate(starts):
+        active = int(counts.active[index])
+        churned = int(counts.churned[index])
         churn.append({
-            "period": start.isoformat(), "newUsers": sizes.get(start, 0),
-            "returningUsers": counts["returning"].get((None, index), 0), "churnedUsers": churned,
-            "churnRate": _rate(churned, previous_active) if index else 0.0, "activeUsers": active,
+            "period": start.isoformat(), "newUsers": int(counts.size[index]),
+            "returningUsers": int(counts.returning[index]), "churnedUsers": churned,
+            "churnRate": _rate(churned, int(counts.active[index - 1])) if index else 0.0, "activeUsers": active,
             "isActivePeriod": start <= today,
         })  # fmt: skip
 
     overall = _rate(retained_total, eligible_total)
     return {
         "summary": {
-            "totalUsers": sum(sizes.values()),
-            "cohortCount": len(sizes),
+            "totalUsers": int(counts.size.sum()),
+            "cohortCount": len(rows),
             "activePeriodCount": active_cells,
             "overallRetentionRate": overall,
             "overallChurnRate": round(1 - overall, 6) if eligible_total else 0.0,
@@ -196,7 +254,7 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
                 for row in rows
             ],
         },  # fmt: skip
-        "diagnostics": _diagnostics(engine, query, range_start, range_end, len(sizes)),
+        "diagnostics": _diagnostics(engine, query, range_start, range_end, len(rows)),
     }
 
 
