@@ -1,10 +1,18 @@
 """Query benchmark: the analytics library over N generated events stored as the lake stores them
-(one site, daily partitions, compacted), timed end to end through the same functions the routes call.
+(one site, daily partitions, compacted), timed end to end through the same functions the routes call,
+side by side in one process with the same funnel and retention computed by ClickHouse (chDB's
+``windowFunnel`` and ``retention``) and by a straightforward polars implementation over the same
+Parquet files. Counts must match (a parity check is printed); ratios are ours / theirs.
 
-    .venv/bin/python bench/queries_bench.py [--events 10000000] [--days 28] [--visitors 500000]
+    .venv/bin/pip install -e '.[bench]'
+    .venv/bin/python bench/queries_bench.py [--events 10000000] [--days 28] [--visitors EVENTS/20]
+        [--lake DIR] [--runs 3] [--skip polars,chdb,journeys,overview]
 
-Still to add (issue 4): ClickHouse windowFunnel/retention in chDB and a polars implementation side by
-side on the same Parquet files, and the 100 M run.
+Events are written a million at a time (never all in memory) and compacted. ``--lake DIR`` keeps the
+lake in DIR and reuses it when it already holds events. Every figure is the median of ``--runs``
+calls; each call also records its CPU time (all threads of this process, chDB's and polars' included)
+and its peak resident memory (``VmHWM``, reset before the call). The load average beside each
+analysis says how busy the machine was.
 """
 
 from __future__ import annotations
@@ -13,18 +21,21 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
-from datetime import date, timedelta
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.compaction_bench import SITE, STEPS, make_file, timed  # noqa: E402
+from bench.compaction_bench import SITE, STEPS, make_file  # noqa: E402
 from queries.cohort import CohortQuery, cohort_report  # noqa: E402
 from queries.funnel import FunnelQuery, funnel  # noqa: E402
 from queries.journeys import JourneyRange, journey_stats  # noqa: E402
@@ -34,6 +45,208 @@ from warehouse.engine import Engine  # noqa: E402
 from warehouse.lake import EVENTS, Lake  # noqa: E402
 
 FIRST = date(2026, 1, 5)  # a Monday
+WINDOW_SECONDS = 7 * 86_400
+PERIODS = 12
+NOW = datetime(2026, 11, 22, tzinfo=UTC)  # every period of the report has started: no empty cells
+CHUNK_ROWS = 1_000_000
+
+
+# --- measuring ----------------------------------------------------------------------------------
+
+
+def _peak_rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _reset_peak_rss() -> None:
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        pass
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    pressure = ""
+    try:
+        with open("/proc/pressure/cpu") as cpu:
+            pressure = " cpu-pressure " + cpu.readline().split()[1].split("=")[1] + "%"
+    except OSError:
+        pass
+    return f"load {one:.2f} / {five:.2f}{pressure}"
+
+
+def measure(fn: Callable[[], Any], runs: int) -> tuple[dict[str, Any], Any]:
+    """Median wall and CPU seconds of ``runs`` calls, their highest peak RSS, and the last result."""
+    walls, cpus, peaks, result = [], [], [], None
+    for _ in range(runs):
+        _reset_peak_rss()
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = fn()
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+        peaks.append(_peak_rss_mib())
+    figures = {
+        "seconds": round(statistics.median(walls), 3),
+        "cpuSeconds": round(statistics.median(cpus), 3),
+        "peakRssMiB": round(max(peaks)),
+        "allSeconds": [round(w, 3) for w in walls],
+    }
+    return figures, result
+
+
+def side_by_side(
+    candidates: dict[str, Callable[[], Any]], runs: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each candidate ``runs`` times, the candidates taking turns so that a change of machine load
+    falls on all of them alike."""
+    walls: dict[str, list[float]] = {name: [] for name in candidates}
+    cpus: dict[str, list[float]] = {name: [] for name in candidates}
+    peaks: dict[str, list[float]] = {name: [] for name in candidates}
+    results: dict[str, Any] = {}
+    load_before = _load()
+    for _ in range(runs):
+        for name, fn in candidates.items():
+            figures, results[name] = measure(fn, 1)
+            walls[name].append(figures["seconds"])
+            cpus[name].append(figures["cpuSeconds"])
+            peaks[name].append(figures["peakRssMiB"])
+    table = {
+        name: {
+            "seconds": round(statistics.median(walls[name]), 3),
+            "cpuSeconds": round(statistics.median(cpus[name]), 3),
+            "peakRssMiB": round(max(peaks[name])),
+            "allSeconds": walls[name],
+        }
+        for name in candidates
+    }
+    table["machine"] = f"{load_before} before, {_load()} after"
+    return table, results
+
+
+# --- data ---------------------------------------------------------------------------------------
+
+
+def generate(lake: Lake, *, events: int, days: int, visitors: int) -> int:
+    """``events`` events over ``days`` daily partitions of one site, written a million rows at a time
+    (the flusher's way: several files per partition), then compacted. Returns the rows written."""
+    rng = np.random.default_rng(7)
+    per_day = events // days
+    for day_number in range(days):
+        day = FIRST + timedelta(days=day_number)
+        for chunk in range(0, per_day, CHUNK_ROWS):
+            rows = min(CHUNK_ROWS, per_day - chunk)
+            table = make_file(rng, start=day_number * per_day + chunk, rows=rows, day=day, visitors=visitors)
+            lake.write_file(EVENTS, table, site_id=SITE, date=day.isoformat())
+    compact_table(lake, EVENTS)
+    return per_day * days
+
+
+# --- the same analyses elsewhere ------------------------------------------------------------------
+
+
+def chdb_funnel(glob: str, steps: list[str], window_us: int) -> list[int]:
+    """People at each step with ClickHouse's windowFunnel (every step-1 event a possible start)."""
+    import chdb
+
+    conditions = ", ".join(f"name = '{step}'" for step in steps)
+    answer = chdb.query(
+        f"""SELECT level, count() FROM (
+            SELECT visitor_id, windowFunnel({window_us})(toUInt64(toUnixTimestamp64Micro(ts)), {conditions}) AS level
+            FROM file('{glob}', Parquet) GROUP BY visitor_id)
+        GROUP BY level""",
+        "CSV",
+    )
+    by_level = dict(tuple(map(int, line.split(","))) for line in str(answer).split())
+    return [sum(people for level, people in by_level.items() if level >= k) for k in range(1, len(steps) + 1)]
+
+
+def polars_funnel(files: list[str], steps: list[str], window_us: int) -> list[int]:
+    """The same funnel in plain polars: from every step-1 event, an as-of join forward to the next
+    event of each following step; a start reaches the steps met in order within the window."""
+    import polars as pl
+
+    events = (
+        pl.scan_parquet(files)
+        .select("visitor_id", pl.col("ts").dt.epoch("us").alias("t"), "name")
+        .filter(pl.col("name").is_in(steps))
+    )
+    chain = events.filter(pl.col("name") == steps[0]).select("visitor_id", pl.col("t").alias("t1"))
+    level, still = pl.lit(1, dtype=pl.Int32), pl.lit(True)
+    for k, step in enumerate(steps[1:], start=2):
+        following = events.filter(pl.col("name") == step).select("visitor_id", pl.col("t").alias(f"t{k}"))
+        chain = chain.sort(f"t{k - 1}").join_asof(
+            following.sort(f"t{k}"),
+            left_on=f"t{k - 1}",
+            right_on=f"t{k}",
+            by="visitor_id",
+            strategy="forward",
+        )
+        still = still & pl.col(f"t{k}").is_not_null() & (pl.col(f"t{k}") - pl.col("t1") <= window_us)
+        level = level + still.cast(pl.Int32)
+    people = chain.group_by("visitor_id").agg(level.max().alias("level")).group_by("level").len().collect()
+    by_level = dict(zip(people["level"].to_list(), people["len"].to_list(), strict=True))
+    return [sum(n for level, n in by_level.items() if level >= k) for k in range(1, len(steps) + 1)]
+
+
+def chdb_retention(glob: str, periods: int) -> dict[str, list[int]]:
+    """Weekly cohorts by first event, people active in each week after, with ClickHouse's retention."""
+    import chdb
+
+    weeks = ", ".join(f"week = cohort + {7 * n}" for n in range(periods + 1))
+    answer = chdb.query(
+        f"""WITH firsts AS (
+            SELECT visitor_id, toMonday(min(assumeNotNull(ts))) AS cohort FROM file('{glob}', Parquet) GROUP BY visitor_id
+        )
+        SELECT cohort, sumForEach(r) FROM (
+            SELECT visitor_id, cohort, retention({weeks}) AS r
+            FROM (SELECT visitor_id, toMonday(assumeNotNull(ts)) AS week FROM file('{glob}', Parquet)) AS e
+            JOIN firsts AS f USING (visitor_id)
+            GROUP BY visitor_id, cohort)
+        GROUP BY cohort ORDER BY cohort""",
+        "CSV",
+    )
+    grid = {}
+    for line in str(answer).split():
+        cohort, cells = line.split(",", 1)
+        grid[cohort.strip('"')] = [int(cell) for cell in cells.strip('"[]').split(",")]
+    return grid
+
+
+def polars_retention(files: list[str], periods: int) -> dict[str, list[int]]:
+    """The same weekly retention in plain polars: distinct (visitor, week), each visitor's first week."""
+    import polars as pl
+
+    weeks = pl.scan_parquet(files).select("visitor_id", pl.col("ts").dt.truncate("1w").alias("week")).unique()
+    firsts = weeks.group_by("visitor_id").agg(pl.col("week").min().alias("cohort"))
+    counts = (
+        weeks.join(firsts, on="visitor_id")
+        .with_columns(((pl.col("week") - pl.col("cohort")).dt.total_days() // 7).alias("period"))
+        .filter(pl.col("period") <= periods)
+        .group_by("cohort", "period")
+        .len()
+        .collect()
+    )
+    grid: dict[str, list[int]] = {}
+    for cohort, period, people in counts.iter_rows():
+        grid.setdefault(cohort.date().isoformat(), [0] * (periods + 1))[period] = people
+    return dict(sorted(grid.items()))
+
+
+def _ratios(table: dict[str, Any], ours: str) -> dict[str, float]:
+    return {
+        f"{ours}/{name}": round(table[ours]["seconds"] / figures["seconds"], 2)
+        for name, figures in table.items()
+        if name not in (ours, "machine")
+    }
+
+
+# --- the run ------------------------------------------------------------------------------------
 
 
 def main() -> None:
@@ -42,45 +255,78 @@ def main() -> None:
     )
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--days", type=int, default=28)
-    parser.add_argument("--visitors", type=int, default=500_000)
+    parser.add_argument("--visitors", type=int, help="default: one per 20 events")
+    parser.add_argument("--lake", type=Path, help="keep the lake here; reuse it when it holds events")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--skip", default="", help="comma-separated: polars, chdb, journeys, overview")
     args = parser.parse_args()
-    rng = np.random.default_rng(7)
-    lake = Lake(Path(tempfile.mkdtemp(prefix="aisle-queries-bench-")) / "lake")
-    per_day = args.events // args.days
+    skip = set(filter(None, args.skip.split(",")))
+    visitors = args.visitors or max(1, args.events // 20)
+    root = args.lake or Path(tempfile.mkdtemp(prefix="aisle-queries-bench-"))
+    lake = Lake(root / "lake")
     began = time.perf_counter()
-    for day_number in range(args.days):
-        day = FIRST + timedelta(days=day_number)
-        for chunk in range(0, per_day, 1_000_000):
-            rows = min(1_000_000, per_day - chunk)
-            table = make_file(
-                rng, start=day_number * per_day + chunk, rows=rows, day=day, visitors=args.visitors
-            )
-            lake.write_file(EVENTS, table, site_id=SITE, date=day.isoformat())
-    compact_table(lake, EVENTS)
-    written = time.perf_counter() - began
+    written = (
+        None
+        if lake.live_files(EVENTS)
+        else generate(lake, events=args.events, days=args.days, visitors=visitors)
+    )
+    prepared = time.perf_counter() - began
+    files = [str(f) for f in lake.live_files(EVENTS)]
+    glob = str(root / "lake" / "events" / "site_id=*" / "date=*" / "*.parquet")
     engine = Engine(lake, threads=os.cpu_count() or 2)
     last = FIRST + timedelta(days=args.days - 1)
-
-    funnel_seconds, funnel_report = timed(lambda: funnel(engine, FunnelQuery(
-        site_id=SITE, steps=tuple(STEPS), start_date=FIRST, end_date=last, window_seconds=7 * 86_400)))  # fmt: skip
-    cohort_seconds, _ = timed(lambda: cohort_report(engine, CohortQuery(
-        site_id=SITE, cohort_type="first_visit", interval="week", start_date=FIRST, end_date=last,
-        period_count=12)))  # fmt: skip
-    journeys_seconds, _ = timed(
-        lambda: journey_stats(engine, JourneyRange(site_id=SITE, start_date=FIRST, end_date=last))
-    )
-    overview_seconds, _ = timed(lambda: overview(engine, Scope((SITE,), FIRST, last)))
-    print(json.dumps({
+    window_us = WINDOW_SECONDS * 1_000_000
+    report: dict[str, Any] = {
         "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
         "command": " ".join(["bench/queries_bench.py", *sys.argv[1:]]),
-        "events": per_day * args.days,
-        "prepareSeconds": round(written, 1),
-        "funnel4StepsSeconds": round(funnel_seconds, 3),
-        "funnelCounts": [s.count for s in funnel_report.steps],
-        "cohortWeekly12Seconds": round(cohort_seconds, 3),
-        "journeyStatsSeconds": round(journeys_seconds, 3),
-        "overviewSeconds": round(overview_seconds, 3),
-    }, indent=2))  # fmt: skip
+        "events": written,
+        "files": len(files),
+        "prepareSeconds": round(prepared, 1),
+    }
+    if written is None:
+        report["events"] = engine.cursor().sql("SELECT count(*) FROM events").fetchone()[0]
+
+    funnel_query = FunnelQuery(site_id=SITE, steps=tuple(STEPS), start_date=FIRST, end_date=last,
+                               window_seconds=WINDOW_SECONDS)  # fmt: skip
+    candidates = {"aisle": lambda: [s.count for s in funnel(engine, funnel_query).steps]}
+    if "chdb" not in skip:
+        candidates["chdb windowFunnel"] = lambda: chdb_funnel(glob, STEPS, window_us)
+    if "polars" not in skip:
+        candidates["polars"] = lambda: polars_funnel(files, STEPS, window_us)
+    table, results = side_by_side(candidates, args.runs)
+    report["funnel4Steps"] = {**table, "ratios": _ratios(table, "aisle"), "counts": results,
+                              "parity": len({tuple(r) for r in results.values()}) == 1}  # fmt: skip
+    print(json.dumps({"funnel4Steps": report["funnel4Steps"]}), file=sys.stderr, flush=True)
+
+    cohort_query = CohortQuery(site_id=SITE, cohort_type="first_visit", interval="week", start_date=FIRST,
+                               end_date=last, period_count=PERIODS)  # fmt: skip
+
+    def ours_retention() -> dict[str, list[int]]:
+        rows = cohort_report(engine, cohort_query, now=NOW)["retention"]["rows"]
+        return {row["cohort"]: [cell["retainedUsers"] for cell in row["periods"]] for row in rows}
+
+    candidates = {"aisle": ours_retention}
+    if "chdb" not in skip:
+        candidates["chdb retention"] = lambda: chdb_retention(glob, PERIODS)
+    if "polars" not in skip:
+        candidates["polars"] = lambda: polars_retention(files, PERIODS)
+    table, results = side_by_side(candidates, args.runs)
+    report["cohortWeekly12"] = {**table, "ratios": _ratios(table, "aisle"), "grid": results["aisle"],
+                                "parity": all(r == results["aisle"] for r in results.values())}  # fmt: skip
+    print(json.dumps({"cohortWeekly12": report["cohortWeekly12"]}), file=sys.stderr, flush=True)
+
+    if "journeys" not in skip:
+        load = _load()
+        figures, _ = measure(
+            lambda: journey_stats(engine, JourneyRange(site_id=SITE, start_date=FIRST, end_date=last)),
+            args.runs,
+        )
+        report["journeyStats"] = {**figures, "machine": load}
+    if "overview" not in skip:
+        load = _load()
+        figures, _ = measure(lambda: overview(engine, Scope((SITE,), FIRST, last)), args.runs)
+        report["overview"] = {**figures, "machine": load}
+    print(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":
