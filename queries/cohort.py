@@ -92,44 +92,45 @@ class CohortCounts:
     churned: np.ndarray  # [period]: active the period before, not in this one
 
 
-def _bits(column: pa.ChunkedArray, width: int) -> np.ndarray:
-    """DuckDB bitstrings of ``width`` bits (each a byte counting the padding bits, then the bits,
-    first one highest) as a boolean matrix, one row per value."""
-    array = column.combine_chunks()
-    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32)[array.offset : array.offset + len(array) + 1]
-    data = np.frombuffer(array.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
-    data = data.reshape(len(array), -1)
-    padding = int(data[0, 0]) if len(array) else 0
-    return np.unpackbits(data[:, 1:], axis=1)[:, padding : padding + width].astype(bool)
+SLAB = 128  # periods whose activity one scan collects (two 64-bit masks per person)
 
 
-def cohort_counts(table: pa.Table, *, periods: int, period_count: int) -> CohortCounts:
-    """The counts of the report from one row per cohort member (``cohort_activity``): cohorts and
-    calendar periods ``0..periods - 1``, columns ``0..period_count``."""
-    width = periods + period_count
-    cohort = table["cohort_index"].to_numpy(zero_copy_only=False).astype(np.int64)
-    last = table["last_period"].fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+def _masks(table: pa.Table) -> np.ndarray:
+    """The ``early`` and ``late`` masks of ``cohort_activity`` as a boolean matrix: column i is
+    period ``slab + i``."""
+    words = np.stack([table[name].to_numpy().astype("<u8") for name in ("early", "late")], axis=1)
+    return np.unpackbits(words.view(np.uint8), axis=1, bitorder="little").astype(bool)
+
+
+def cohort_counts(
+    slabs: list[pa.Table], *, bounds: list[int], periods: int, period_count: int
+) -> CohortCounts:
+    """The counts of the report from ``cohort_activity`` run once per slab of 128 periods (the same
+    people in each, in any order): cohorts and calendar periods ``0..periods - 1``, columns
+    ``0..period_count``."""
+    slabs = [slab.sort_by("person_key") for slab in slabs] if len(slabs) > 1 else slabs
+    cohort = np.searchsorted(bounds, slabs[0]["first_us"].to_numpy(), side="right") - 1
+    last = slabs[0]["last_period"].fill_null(-1).to_numpy().astype(np.int64)
     size = np.bincount(cohort, minlength=periods)[:periods]
     on = np.zeros((periods, period_count + 1), dtype=np.int64)
     active, returning, churned = (np.zeros(periods, dtype=np.int64) for _ in range(3))
-    step = max(1, 20_000_000 // width)  # people unpacked at a time: bounded memory
     calendar = np.arange(periods)
+    step = max(1, 50_000_000 // (SLAB * len(slabs)))  # people unpacked at a time: bounded memory
     for first in range(0, len(cohort), step):
-        part = slice(first, first + step)
-        bits, own = _bits(table["active"].slice(first, step), width), cohort[part]
-        columns = own[:, None] + np.arange(period_count + 1)
-        after = bits[np.arange(len(own))[:, None], columns]
+        own = cohort[first : first + step]
+        bits = np.concatenate([_masks(slab.slice(first, step)) for slab in slabs], axis=1)
+        reached = bits[np.arange(len(own))[:, None], own[:, None] + np.arange(period_count + 1)]
         for n in range(period_count + 1):
-            on[:, n] += np.bincount(own, weights=after[:, n], minlength=periods)[:periods].astype(np.int64)
+            on[:, n] += np.bincount(own[reached[:, n]], minlength=periods)[:periods]
         mine = bits[:, :periods] & (calendar >= own[:, None])
         active += mine.sum(axis=0)
         returning += (mine & (calendar > own[:, None])).sum(axis=0)
         churned[1:] += (mine[:, :-1] & ~bits[:, 1:periods]).sum(axis=0)
     # on or after n: the last active period is n or later
-    reach = np.clip(last - cohort, -1, period_count)
-    at_most = np.zeros((periods, period_count + 2), dtype=np.int64)
-    np.add.at(at_most, (cohort, reach + 1), 1)
-    on_or_after = np.cumsum(at_most[:, ::-1], axis=1)[:, ::-1][:, 1:]
+    reach = np.clip(last - cohort, -1, period_count) + 1
+    at_least = np.bincount(cohort * (period_count + 2) + reach, minlength=periods * (period_count + 2))
+    at_least = at_least[: periods * (period_count + 2)].reshape(periods, period_count + 2)
+    on_or_after = np.cumsum(at_least[:, ::-1], axis=1)[:, ::-1][:, 1:]
     return CohortCounts(size, on, on_or_after, active, returning, churned)
 
 
@@ -181,17 +182,19 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
         first_bucket, datetime.combine(scan_end + timedelta(days=1), time.min, UTC), query.interval, zone
     )
     periods = _periods_between(first_bucket, bucket_start(query.end_date, query.interval), query.interval) + 1
-    table = library.run(
-        engine,
-        "cohort_activity",
-        {
-            "site_id": query.site_id, "scan_end": scan_end, "cohort_type": query.cohort_type,
-            "range_start": range_start, "range_end": range_end, "return_event": query.return_event,
-            "bounds": bounds, "nominal_us": NOMINAL_US[query.interval], "width": periods + query.period_count,
-            "even": all(b - a == NOMINAL_US[query.interval] for a, b in zip(bounds, bounds[1:], strict=False)),
-        },
-    )  # fmt: skip
-    counts = cohort_counts(table, periods=periods, period_count=query.period_count)
+    params = {
+        "site_id": query.site_id, "scan_end": scan_end, "cohort_type": query.cohort_type,
+        "range_start_us": int(range_start.timestamp()) * 1_000_000,
+        "range_end_us": int(range_end.timestamp()) * 1_000_000, "return_event": query.return_event,
+        "bounds": bounds, "nominal_us": NOMINAL_US[query.interval],
+        "even": all(b - a == NOMINAL_US[query.interval] for a, b in zip(bounds, bounds[1:], strict=False)),
+    }  # fmt: skip
+    # one scan per 128 periods of activity (one scan unless the report spans more periods)
+    slabs = [
+        library.run(engine, "cohort_activity", {**params, "slab": slab})
+        for slab in range(0, periods + query.period_count, SLAB)
+    ]
+    counts = cohort_counts(slabs, bounds=bounds, periods=periods, period_count=query.period_count)
     starts = [add_periods(first_bucket, index, query.interval) for index in range(periods)]
 
     rows, retained_total, eligible_total, active_cells = [], 0, 0, 0

@@ -105,3 +105,24 @@ def test_diagnostics_for_an_empty_range_and_for_a_missing_cohort_event(lake):
     report = weekly(engine, cohort_type="signup")
     assert report["diagnostics"]["code"] == "NO_COHORT_EVENTS_FOR_TYPE"
     assert report["summary"]["totalUsers"] == 0
+
+
+def test_a_report_over_more_than_128_periods_reads_activity_in_slabs(lake):
+    ingest, engine = lake
+    # daily cohorts over 200 days: periods 0..127 come from the first scan, the rest from the second
+    journeys_for(ingest, {
+        "ann": [visit("2024-01-01"), visit("2024-01-02")],
+        "bob": [visit("2024-06-01"), visit("2024-06-03")],
+        "cat": [visit("2024-05-08"), visit("2024-05-09"), visit("2024-05-10")],  # period 128 is 2024-05-08
+    })  # fmt: skip
+    query = CohortQuery(site_id=SITE, cohort_type="first_visit", interval="day", start_date=date(2024, 1, 1),
+                        end_date=date(2024, 7, 18), period_count=2)  # fmt: skip
+    report = cohort_report(engine, query, now=datetime(2024, 12, 1, tzinfo=UTC))
+    assert grid(report) == {"2024-01-01": [1, 1, 0], "2024-05-08": [1, 1, 1], "2024-06-01": [1, 0, 1]}
+    churn = {p["period"]: (p["activeUsers"], p["churnedUsers"]) for p in report["churn"]}
+    assert churn["2024-05-07"] == (0, 0)
+    assert churn["2024-05-08"] == (1, 0)
+    assert churn["2024-05-10"] == (1, 0)
+    assert churn["2024-05-11"] == (0, 1)
+    assert churn["2024-06-02"] == (0, 1)
+    assert len(report["churn"]) == 200
