@@ -284,7 +284,7 @@ def main() -> None:
         "prepareSeconds": round(prepared, 1),
     }
     if written is None:
-        report["events"] = engine.cursor().sql("SELECT count(*) FROM events").fetchone()[0]
+        report["events"] = engine.cursor().sql("SELECT count(*) FROM events").fetchall()[0][0]
 
     funnel_query = FunnelQuery(site_id=SITE, steps=tuple(STEPS), start_date=FIRST, end_date=last,
                                window_seconds=WINDOW_SECONDS)  # fmt: skip
