@@ -114,11 +114,11 @@ def cohort_counts(
     size = np.bincount(cohort, minlength=periods)[:periods]
     on = np.zeros((periods, period_count + 1), dtype=np.int64)
     active, returning, churned = (np.zeros(periods, dtype=np.int64) for _ in range(3))
-    calendar = np.arange(periods)
+    calendar, width = np.arange(periods), periods + period_count
     step = max(1, 50_000_000 // (SLAB * len(slabs)))  # people unpacked at a time: bounded memory
     for first in range(0, len(cohort), step):
         own = cohort[first : first + step]
-        bits = np.concatenate([_masks(slab.slice(first, step)) for slab in slabs], axis=1)
+        bits = np.concatenate([_masks(slab.slice(first, step)) for slab in slabs], axis=1)[:, :width]
         reached = bits[np.arange(len(own))[:, None], own[:, None] + np.arange(period_count + 1)]
         for n in range(period_count + 1):
             on[:, n] += np.bincount(own[reached[:, n]], minlength=periods)[:periods]
