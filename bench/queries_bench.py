@@ -6,7 +6,7 @@ Parquet files. Counts must match (a parity check is printed); ratios are ours / 
 
     .venv/bin/pip install -e '.[bench]'
     .venv/bin/python bench/queries_bench.py [--events 10000000] [--days 28] [--visitors EVENTS/20]
-        [--lake DIR] [--runs 3] [--skip polars,chdb,journeys,overview]
+        [--lake DIR] [--runs 3] [--skip funnel,cohort,journeys,overview,polars,chdb]
 
 Events are written a million at a time (never all in memory) and compacted. ``--lake DIR`` keeps the
 lake in DIR and reuses it when it already holds events. Every figure is the median of ``--runs``
@@ -258,7 +258,9 @@ def main() -> None:
     parser.add_argument("--visitors", type=int, help="default: one per 20 events")
     parser.add_argument("--lake", type=Path, help="keep the lake here; reuse it when it holds events")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--skip", default="", help="comma-separated: polars, chdb, journeys, overview")
+    parser.add_argument(
+        "--skip", default="", help="comma-separated: funnel, cohort, journeys, overview, polars, chdb"
+    )
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     visitors = args.visitors or max(1, args.events // 20)
@@ -286,34 +288,36 @@ def main() -> None:
     if written is None:
         report["events"] = engine.cursor().sql("SELECT count(*) FROM events").fetchall()[0][0]
 
-    funnel_query = FunnelQuery(site_id=SITE, steps=tuple(STEPS), start_date=FIRST, end_date=last,
-                               window_seconds=WINDOW_SECONDS)  # fmt: skip
-    candidates = {"aisle": lambda: [s.count for s in funnel(engine, funnel_query).steps]}
-    if "chdb" not in skip:
-        candidates["chdb windowFunnel"] = lambda: chdb_funnel(glob, STEPS, window_us)
-    if "polars" not in skip:
-        candidates["polars"] = lambda: polars_funnel(files, STEPS, window_us)
-    table, results = side_by_side(candidates, args.runs)
-    report["funnel4Steps"] = {**table, "ratios": _ratios(table, "aisle"), "counts": results,
-                              "parity": len({tuple(r) for r in results.values()}) == 1}  # fmt: skip
-    print(json.dumps({"funnel4Steps": report["funnel4Steps"]}), file=sys.stderr, flush=True)
+    if "funnel" not in skip:
+        funnel_query = FunnelQuery(site_id=SITE, steps=tuple(STEPS), start_date=FIRST, end_date=last,
+                                   window_seconds=WINDOW_SECONDS)  # fmt: skip
+        candidates = {"aisle": lambda: [s.count for s in funnel(engine, funnel_query).steps]}
+        if "chdb" not in skip:
+            candidates["chdb windowFunnel"] = lambda: chdb_funnel(glob, STEPS, window_us)
+        if "polars" not in skip:
+            candidates["polars"] = lambda: polars_funnel(files, STEPS, window_us)
+        table, results = side_by_side(candidates, args.runs)
+        report["funnel4Steps"] = {**table, "ratios": _ratios(table, "aisle"), "counts": results,
+                                  "parity": len({tuple(r) for r in results.values()}) == 1}  # fmt: skip
+        print(json.dumps({"funnel4Steps": report["funnel4Steps"]}), file=sys.stderr, flush=True)
 
-    cohort_query = CohortQuery(site_id=SITE, cohort_type="first_visit", interval="week", start_date=FIRST,
-                               end_date=last, period_count=PERIODS)  # fmt: skip
+    if "cohort" not in skip:
+        cohort_query = CohortQuery(site_id=SITE, cohort_type="first_visit", interval="week", start_date=FIRST,
+                                   end_date=last, period_count=PERIODS)  # fmt: skip
 
-    def ours_retention() -> dict[str, list[int]]:
-        rows = cohort_report(engine, cohort_query, now=NOW)["retention"]["rows"]
-        return {row["cohort"]: [cell["retainedUsers"] for cell in row["periods"]] for row in rows}
+        def ours_retention() -> dict[str, list[int]]:
+            rows = cohort_report(engine, cohort_query, now=NOW)["retention"]["rows"]
+            return {row["cohort"]: [cell["retainedUsers"] for cell in row["periods"]] for row in rows}
 
-    candidates = {"aisle": ours_retention}
-    if "chdb" not in skip:
-        candidates["chdb retention"] = lambda: chdb_retention(glob, PERIODS)
-    if "polars" not in skip:
-        candidates["polars"] = lambda: polars_retention(files, PERIODS)
-    table, results = side_by_side(candidates, args.runs)
-    report["cohortWeekly12"] = {**table, "ratios": _ratios(table, "aisle"), "grid": results["aisle"],
-                                "parity": all(r == results["aisle"] for r in results.values())}  # fmt: skip
-    print(json.dumps({"cohortWeekly12": report["cohortWeekly12"]}), file=sys.stderr, flush=True)
+        candidates = {"aisle": ours_retention}
+        if "chdb" not in skip:
+            candidates["chdb retention"] = lambda: chdb_retention(glob, PERIODS)
+        if "polars" not in skip:
+            candidates["polars"] = lambda: polars_retention(files, PERIODS)
+        table, results = side_by_side(candidates, args.runs)
+        report["cohortWeekly12"] = {**table, "ratios": _ratios(table, "aisle"), "grid": results["aisle"],
+                                    "parity": all(r == results["aisle"] for r in results.values())}  # fmt: skip
+        print(json.dumps({"cohortWeekly12": report["cohortWeekly12"]}), file=sys.stderr, flush=True)
 
     if "journeys" not in skip:
         load = _load()
