@@ -349,7 +349,8 @@ def _progress(engine: Engine, query: FunnelQuery) -> Progress:
     person = table["person_key"].to_numpy()
     key = table["event_key"].to_numpy()
     bits = params["code_span"].bit_length() - 1
-    ts, code = key >> bits, key & (params["code_span"] - 1)
+    code = (key & (params["code_span"] - 1)).astype(np.min_scalar_type(params["code_span"]))
+    ts = key >> bits
     del table, key
 
     def walk(part: tuple[int, int]) -> Progress:
