@@ -99,7 +99,7 @@ def _masks(table: pa.Table) -> np.ndarray:
     """The ``early`` and ``late`` masks of ``cohort_activity`` as a boolean matrix: column i is
     period ``slab + i``."""
     words = np.stack([table[name].to_numpy().astype("<u8") for name in ("early", "late")], axis=1)
-    return np.unpackbits(words.view(np.uint8), axis=1, bitorder="little").astype(bool)
+    return np.unpackbits(words.view(np.uint8), axis=1, bitorder="little").view(bool)
 
 
 def cohort_counts(
@@ -111,27 +111,37 @@ def cohort_counts(
     slabs = [slab.sort_by("person_key") for slab in slabs] if len(slabs) > 1 else slabs
     cohort = np.searchsorted(bounds, slabs[0]["first_us"].to_numpy(), side="right") - 1
     last = slabs[0]["last_period"].fill_null(-1).to_numpy().astype(np.int64)
-    size = np.bincount(cohort, minlength=periods)[:periods]
-    on = np.zeros((periods, period_count + 1), dtype=np.int64)
-    active, returning, churned = (np.zeros(periods, dtype=np.int64) for _ in range(3))
-    calendar, width = np.arange(periods), periods + period_count
-    step = max(1, 50_000_000 // (SLAB * len(slabs)))  # people unpacked at a time: bounded memory
+    width = periods + period_count
+    # per cohort: members active in each calendar period, and members active in a period but not
+    # the next (for churn); people taken a slice at a time to bound memory
+    seen = np.zeros((periods, width), dtype=np.int64)
+    left = np.zeros((periods, width - 1), dtype=np.int64)
+    step = max(1, 50_000_000 // (SLAB * len(slabs)))
     for first in range(0, len(cohort), step):
         own = cohort[first : first + step]
-        bits = np.concatenate([_masks(slab.slice(first, step)) for slab in slabs], axis=1)[:, :width]
-        reached = bits[np.arange(len(own))[:, None], own[:, None] + np.arange(period_count + 1)]
-        for n in range(period_count + 1):
-            on[:, n] += np.bincount(own[reached[:, n]], minlength=periods)[:periods]
-        mine = bits[:, :periods] & (calendar >= own[:, None])
-        active += mine.sum(axis=0)
-        returning += (mine & (calendar > own[:, None])).sum(axis=0)
-        churned[1:] += (mine[:, :-1] & ~bits[:, 1:periods]).sum(axis=0)
+        order = np.argsort(own, kind="stable")
+        bits = np.concatenate([_masks(slab.slice(first, step)) for slab in slabs], axis=1)[order, :width]
+        edges = np.searchsorted(own[order], np.arange(periods + 1))
+        for index in range(periods):
+            members = bits[edges[index] : edges[index + 1]]
+            seen[index] += np.count_nonzero(members, axis=0)
+            left[index] += np.count_nonzero(members[:, :-1] & ~members[:, 1:], axis=0)
+    calendar = np.arange(periods)
+    on = np.stack([seen[index, index : index + period_count + 1] for index in range(periods)])
+    after = calendar[None, :] >= calendar[:, None]  # [cohort, period]: the cohort's period or a later one
+    later = calendar[None, :] > calendar[:, None]
+    active = (seen[:, :periods] * after).sum(axis=0)
+    returning = (seen[:, :periods] * later).sum(axis=0)
+    churned = np.zeros(periods, dtype=np.int64)
+    churned[1:] = (left[:, : periods - 1] * after[:, : periods - 1]).sum(axis=0)
     # on or after n: the last active period is n or later
     reach = np.clip(last - cohort, -1, period_count) + 1
     at_least = np.bincount(cohort * (period_count + 2) + reach, minlength=periods * (period_count + 2))
     at_least = at_least[: periods * (period_count + 2)].reshape(periods, period_count + 2)
     on_or_after = np.cumsum(at_least[:, ::-1], axis=1)[:, ::-1][:, 1:]
-    return CohortCounts(size, on, on_or_after, active, returning, churned)
+    return CohortCounts(
+        np.bincount(cohort, minlength=periods)[:periods], on, on_or_after, active, returning, churned
+    )
 
 
 def _diagnostics(
