@@ -110,35 +110,34 @@ def cohort_counts(
     ``0..period_count``."""
     slabs = [slab.sort_by("person_key") for slab in slabs] if len(slabs) > 1 else slabs
     cohort = np.searchsorted(bounds, slabs[0]["first_us"].to_numpy(), side="right") - 1
-    last = slabs[0]["last_period"].fill_null(-1).to_numpy().astype(np.int64)
-    width = periods + period_count
-    # per cohort: members active in each calendar period, and members active in a period but not
-    # the next (for churn); people taken a slice at a time to bound memory
+    width = periods + period_count  # bit `width`: active in that period or any later one
+    # per cohort: members active in each calendar period, members active in a period but not the
+    # next (for churn), and members active in a period or any later one; people taken a slice at a
+    # time to bound memory
     seen = np.zeros((periods, width), dtype=np.int64)
     left = np.zeros((periods, width - 1), dtype=np.int64)
+    onwards = np.zeros((periods, width + 1), dtype=np.int64)
     step = max(1, 50_000_000 // (SLAB * len(slabs)))
     for first in range(0, len(cohort), step):
         own = cohort[first : first + step]
         order = np.argsort(own, kind="stable")
-        bits = np.concatenate([_masks(slab.slice(first, step)) for slab in slabs], axis=1)[order, :width]
+        bits = np.concatenate([_masks(slab.slice(first, step)) for slab in slabs], axis=1)[order, : width + 1]
         edges = np.searchsorted(own[order], np.arange(periods + 1))
         for index in range(periods):
             members = bits[edges[index] : edges[index + 1]]
-            seen[index] += np.count_nonzero(members, axis=0)
-            left[index] += np.count_nonzero(members[:, :-1] & ~members[:, 1:], axis=0)
+            seen[index] += np.count_nonzero(members[:, :width], axis=0)
+            left[index] += np.count_nonzero(members[:, : width - 1] & ~members[:, 1:width], axis=0)
+            later = np.logical_or.accumulate(members[:, ::-1], axis=1)[:, ::-1]
+            onwards[index] += np.count_nonzero(later, axis=0)
     calendar = np.arange(periods)
     on = np.stack([seen[index, index : index + period_count + 1] for index in range(periods)])
+    on_or_after = np.stack([onwards[index, index : index + period_count + 1] for index in range(periods)])
     after = calendar[None, :] >= calendar[:, None]  # [cohort, period]: the cohort's period or a later one
     later = calendar[None, :] > calendar[:, None]
     active = (seen[:, :periods] * after).sum(axis=0)
     returning = (seen[:, :periods] * later).sum(axis=0)
     churned = np.zeros(periods, dtype=np.int64)
     churned[1:] = (left[:, : periods - 1] * after[:, : periods - 1]).sum(axis=0)
-    # on or after n: the last active period is n or later
-    reach = np.clip(last - cohort, -1, period_count) + 1
-    at_least = np.bincount(cohort * (period_count + 2) + reach, minlength=periods * (period_count + 2))
-    at_least = at_least[: periods * (period_count + 2)].reshape(periods, period_count + 2)
-    on_or_after = np.cumsum(at_least[:, ::-1], axis=1)[:, ::-1][:, 1:]
     return CohortCounts(
         np.bincount(cohort, minlength=periods)[:periods], on, on_or_after, active, returning, churned
     )
@@ -200,9 +199,10 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
         "even": all(b - a == NOMINAL_US[query.interval] for a, b in zip(bounds, bounds[1:], strict=False)),
     }  # fmt: skip
     # one scan per 128 periods of activity (one scan unless the report spans more periods)
+    width = periods + query.period_count
     slabs = [
-        library.run(engine, "cohort_activity", {**params, "slab": slab})
-        for slab in range(0, periods + query.period_count, SLAB)
+        library.run(engine, "cohort_activity", {**params, "width": width, "slab": slab})
+        for slab in range(0, width + 1, SLAB)
     ]
     counts = cohort_counts(slabs, bounds=bounds, periods=periods, period_count=query.period_count)
     starts = [add_periods(first_bucket, index, query.interval) for index in range(periods)]

@@ -1,14 +1,15 @@
 -- Cohort retention, one row per cohort member: when they first qualified (epoch µs; over all
--- history, so someone who first qualified before the range is in no cohort), the last period they
--- did the return event in, and which of the 128 periods from $slab on they did it in, as two
--- 64-bit masks (bit i of `early`: period $slab + i; of `late`: period $slab + 64 + i).
+-- history, so someone who first qualified before the range is in no cohort) and which of the 128
+-- periods from $slab on they did the return event in, as two 64-bit masks (bit i of `early`: period
+-- $slab + i; of `late`: period $slab + 64 + i). Periods from $width on all count as period $width:
+-- the report only needs to know whether there was any activity that late.
 --
 -- Periods count from $bounds, the UTC instants (epoch µs) where the site's local periods start
 -- ($bounds[1] starts period 0): (ts - $bounds[1]) // $nominal_us, exact when the periods all have
 -- their nominal length ($even: days and weeks without a change of UTC offset), else corrected by
 -- one against the boundaries (a local period is never a whole period off its nominal length). So
 -- no event's time is converted to the time zone. Earlier events fall in period -1. People are
--- keyed by a 64-bit hash of their id and aggregated once, into three fixed-size numbers each
+-- keyed by a 64-bit hash of their id and aggregated once, into two fixed-size numbers each
 -- (aggregate states that small keep the hash table fast; no FILTER clauses for the same reason).
 WITH person_events AS (
     SELECT hash(person_id) AS person_key, epoch_us(ts) AS us, name
@@ -32,22 +33,21 @@ flagged AS (
 ),
 periods AS (
     SELECT person_key, us, qualifies, returns,
-        CASE WHEN $even AND us >= $bounds[1] AND us < $bounds[-1] THEN guess
+        least(CASE WHEN $even AND us >= $bounds[1] AND us < $bounds[-1] THEN guess
             ELSE guess - (us < $bounds[guess + 1])::BIGINT + (us >= $bounds[guess + 2])::BIGINT
-        END AS period
+        END, $width) AS period
     FROM flagged
     WHERE qualifies OR returns  -- only events that can define a cohort or count as a return
 ),
 people AS (
     SELECT person_key,
         min(CASE WHEN qualifies THEN us END) AS first_us,
-        max(CASE WHEN returns THEN period END) AS last_period,
         bit_or(CASE WHEN returns AND period >= $slab AND period < $slab + 128
             THEN 1::UHUGEINT << (period - $slab)::UHUGEINT ELSE 0::UHUGEINT END) AS active
     FROM periods
     GROUP BY person_key
 )
-SELECT person_key, first_us, last_period,
+SELECT person_key, first_us,
     (active & 18446744073709551615::UHUGEINT)::UBIGINT AS early, (active >> 64::UHUGEINT)::UBIGINT AS late
 FROM people
 WHERE first_us >= $range_start_us AND first_us < $range_end_us
