@@ -374,8 +374,9 @@ def funnel(engine: Engine, query: FunnelQuery) -> FunnelReport:
 
 def funnel_progress(engine: Engine, query: FunnelQuery) -> Iterator[tuple[str, list[int]]]:
     """Every person who entered the funnel, in person-id order, with the epoch-µs times of the steps
-    of their first most complete conversion (``times[k]`` is when step ``k`` was reached). The report
-    and the per-person export both read this."""
+    of their first most complete conversion (``times[k]`` is when step ``k`` was reached): the
+    progress the report summarises, with the ids behind the person hashes (refused, rather than
+    merged, if two ids ever share a hash)."""
     progress = _progress(engine, query)
     if not len(progress.level):
         return

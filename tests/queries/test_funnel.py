@@ -8,6 +8,8 @@ from collections import Counter
 from datetime import date
 
 import numpy as np
+import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -306,3 +308,22 @@ def test_the_report_is_the_same_when_people_are_walked_in_small_parts(lake, monk
     monkeypatch.setattr(funnel_module, "PART_ROWS", 2)
     assert run(engine, steps) == whole
     assert counts(whole) == [4, 2, 1]
+
+
+def test_the_per_person_progress_refuses_two_ids_behind_one_hash(lake, monkeypatch):
+    ingest, engine = lake
+    journeys_for(ingest, {"ann": [{"event": "page_view", "at": at(10)}]})
+    query = FunnelQuery(site_id=SITE, steps=("page_view", "add_to_cart"), start_date=DAY, end_date=DAY)
+    [(person, _)] = list(funnel_module.funnel_progress(engine, query))
+    assert person == "ann"
+    real_run = funnel_module.library.run
+
+    def colliding(engine, name, params):
+        table = real_run(engine, name, params)
+        if name != "funnel_people":
+            return table
+        return pa.table({"person_key": table["person_key"].to_pylist() * 2, "person_id": ["ann", "bob"]})
+
+    monkeypatch.setattr(funnel_module.library, "run", colliding)
+    with pytest.raises(RuntimeError, match="share the hash"):
+        list(funnel_module.funnel_progress(engine, query))
