@@ -126,3 +126,17 @@ def test_a_report_over_more_than_128_periods_reads_activity_in_slabs(lake):
     assert churn["2024-05-11"] == (0, 1)
     assert churn["2024-06-02"] == (0, 1)
     assert len(report["churn"]) == 200
+
+
+def test_a_person_counts_once_across_devices(lake):
+    ingest, engine = lake
+    # ada's phone visits in week 0 and is identified in week 3; her laptop, logged in, comes back in
+    # week 1: one person in the 2024-01-01 cohort, not a second cohort member in week 1
+    journeys_for(ingest, {
+        "phone": [visit("2024-01-02"), {"event": "identify", "at": "2024-01-23T10:00:00Z", "userId": "ada"}],
+        "laptop": [{"event": "page_view", "at": "2024-01-09T10:00:00Z", "userId": "ada"}],
+        "bob": [visit("2024-01-03")],
+    })  # fmt: skip
+    report = weekly(engine)
+    assert grid(report) == {"2024-01-01": [2, 1, 0, 1]}
+    assert report["summary"]["totalUsers"] == 2
