@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import fcntl
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -134,28 +135,26 @@ class Ingest:
         kept = [row for row, new in zip(rows, fresh, strict=True) if new]
         return kept, rejected, len(rows) - len(kept)
 
-    def _claim_events(
-        self, rows: list[dict[str, Any]], ctx: Context
-    ) -> tuple[list[dict[str, Any]], list[int], int]:
-        """Keep the rows whose event id is new; their hashes stay claimed until released."""
+    @contextmanager
+    def _claimed_batch(self, rows: list[dict[str, Any]], ctx: Context) -> Iterator[tuple[bytes | None, int]]:
+        """The log line of the rows whose event id is new (None when none is) and the number of
+        duplicates. Their ids stay claimed unless the body of the ``with`` fails (the client retries)."""
+        stored = self.flushers[EVENTS.name].stored
         hashes = [key_hash(ctx.site_id, row["event_id"]) for row in rows]
-        fresh = self.flushers[EVENTS.name].stored.claim(hashes)
-        if all(fresh):
-            return rows, hashes, 0
+        fresh = stored.claim(hashes)
         kept = [row for row, new in zip(rows, fresh, strict=True) if new]
-        claimed = [hashed for hashed, new in zip(hashes, fresh, strict=True) if new]
-        return kept, claimed, len(rows) - len(kept)
+        try:
+            yield (encode_event_batch(common_columns(ctx), kept) if kept else None), len(rows) - len(kept)
+        except BaseException:
+            stored.release(h for h, new in zip(hashes, fresh, strict=True) if new)
+            raise
 
     async def _store_events(
         self, rows: list[dict[str, Any]], failures: EventFailures, ctx: Context
     ) -> BatchResult:
-        kept, claimed, duplicates = self._claim_events(rows, ctx)
-        if kept:
-            try:
-                await self.logs[EVENTS.name].append(encode_event_batch(common_columns(ctx), kept))
-            except BaseException:
-                self.flushers[EVENTS.name].stored.release(claimed)
-                raise
+        with self._claimed_batch(rows, ctx) as (line, duplicates):
+            if line:
+                await self.logs[EVENTS.name].append(line)
         return BatchResult(accepted=len(rows), rejected=_rejections(failures), duplicates=duplicates)
 
     async def accept_events(self, raws: list[Any], ctx: Context) -> BatchResult:
@@ -168,13 +167,9 @@ class Ingest:
 
     def accept_events_sync(self, raws: list[Any], ctx: Context) -> BatchResult:
         rows, failures = event_log_rows(raws, ctx)
-        kept, claimed, duplicates = self._claim_events(rows, ctx)
-        if kept:
-            try:
-                self.logs[EVENTS.name].append_sync(encode_event_batch(common_columns(ctx), kept))
-            except BaseException:
-                self.flushers[EVENTS.name].stored.release(claimed)
-                raise
+        with self._claimed_batch(rows, ctx) as (line, duplicates):
+            if line:
+                self.logs[EVENTS.name].append_sync(line)
         return BatchResult(accepted=len(rows), rejected=_rejections(failures), duplicates=duplicates)
 
     async def accept_metrics(self, raws: list[Any], ctx: Context) -> BatchResult:
