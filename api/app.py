@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -54,6 +55,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         scheduler = start_scheduler(
             ingest=ingest, compaction_interval_seconds=settings.compaction_interval_seconds
         )
+        # What is alive once the app has started (modules, models, routes: ~200k objects) lives as long as
+        # the process. Frozen, the collector stops re-walking it on every full collection, which under
+        # load stalled requests for ~130 ms each time (bench/RESULTS.md, 2026-11-23).
+        gc.freeze()
         try:
             yield
         finally:
