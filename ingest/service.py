@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from ingest.consent import consent_row
 from ingest.dedupe import RecentKeys, key_hash
 from ingest.flusher import Flusher
 from ingest.log import DurableLog
@@ -24,7 +25,7 @@ from ingest.normalise import (
     valid_event_log_rows,
 )
 from ingest.schemas import BatchResult, EventIn, Rejection
-from warehouse.lake import EVENTS, METRICS, ORDERS, TABLES, Lake, LakeTable
+from warehouse.lake import CONSENTS, EVENTS, METRICS, ORDERS, TABLES, Lake, LakeTable
 
 Failures = list[tuple[int, Rejected]]
 BatchRows = Callable[[list[Any], Context], tuple[list[dict[str, Any]], Failures]]
@@ -177,6 +178,16 @@ class Ingest:
         if rows:
             await self.logs[METRICS.name].append(encode(rows))
         return BatchResult(accepted=len(rows), rejected=rejected, duplicates=0)
+
+    async def accept_consent(self, raw: Any, ctx: Context) -> tuple[dict[str, Any], bool]:
+        """Validate one consent record (raises Rejected) and append it durably unless its consent id
+        was already stored; returns the row and whether it was such a duplicate. A re-send that
+        arrives before the first copy's flush is logged twice and stored once (the flusher checks keys)."""
+        row = consent_row(raw, ctx)
+        [fresh] = self.flushers[CONSENTS.name].stored.filter_new([key_hash(ctx.site_id, row["consent_id"])])
+        if fresh:
+            await self.logs[CONSENTS.name].append(encode([row]))
+        return row, not fresh
 
     def order(self, raw: Any, ctx: Context) -> dict[str, Any]:
         """Validate and normalise an order (raises Rejected)."""

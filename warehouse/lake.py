@@ -97,6 +97,21 @@ METRICS_SCHEMA = pa.schema(
     ]
 )
 
+# A visitor's consent decision as sent to the public consent route; a category it does not state is null.
+CONSENTS_SCHEMA = pa.schema(
+    [
+        ("consent_id", pa.string()),
+        ("ts", UTC_MICROS),
+        ("received_at", UTC_MICROS),
+        ("visitor_id", pa.string()),
+        ("session_id", pa.string()),
+        ("user_id", pa.string()),
+        ("source", pa.string()),
+        *_CONSENT,
+        *_CLIENT,
+    ]
+)
+
 
 @dataclass(frozen=True)
 class LakeTable:
@@ -135,7 +150,8 @@ class LakeTable:
 EVENTS = LakeTable("events", EVENTS_SCHEMA, key="event_id")
 ORDERS = LakeTable("orders", ORDERS_SCHEMA, key="order_id")
 METRICS = LakeTable("client_metrics", METRICS_SCHEMA, key="metric_id")
-TABLES = {t.name: t for t in (EVENTS, ORDERS, METRICS)}
+CONSENTS = LakeTable("consents", CONSENTS_SCHEMA, key="consent_id")
+TABLES = {t.name: t for t in (EVENTS, ORDERS, METRICS, CONSENTS)}
 
 
 class Lake:

@@ -1,0 +1,130 @@
+"""Consent records: a visitor's consent decision, validated and normalised into a row of the
+``consents`` lake table.
+
+A record states some or all of the four categories; a category it leaves out (or sends as null) is
+"not stated by this record", so a client can sync a partial change (``grantConsent(['analytics'])``)
+without restating the rest. Analytics read each category's latest stated value.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from pydantic.alias_generators import to_camel
+
+from ingest.normalise import Context, Rejected, event_time, micros
+from ingest.schemas import MAX_ID_LENGTH
+
+CATEGORIES = ("necessary", "analytics", "marketing", "preferences")
+SOURCES = ("banner", "preference_center", "sdk", "api", "cmp", "other")
+Source = Literal["banner", "preference_center", "sdk", "api", "cmp", "other"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class ConsentCategories(_Strict):
+    """Each category granted (true), refused (false) or not stated by this record (absent or null)."""
+
+    necessary: StrictBool | None = None
+    analytics: StrictBool | None = None
+    marketing: StrictBool | None = None
+    preferences: StrictBool | None = None
+
+
+class ConsentIn(_Strict):
+    """One consent decision of a visitor. Unknown fields and unknown categories are rejected (400)."""
+
+    visitor_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    session_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    user_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    categories: ConsentCategories = Field(
+        description="The categories this decision states: necessary, analytics, marketing, preferences "
+        "(booleans). At least one must be stated; any other key is rejected."
+    )
+    source: Source = Field(
+        default="api",
+        description="Where the decision was made: " + ", ".join(SOURCES) + ". Default `api`.",
+    )
+    timestamp: datetime | None = Field(
+        default=None, description="When the visitor decided (ISO 8601); server time when absent."
+    )
+    sent_at: datetime | None = Field(
+        default=None, description="Client clock when sent; corrects client clock skew of `timestamp`."
+    )
+    consent_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_ID_LENGTH,
+        description="Client-made id; a re-send within 24 h is stored once.",
+    )
+
+
+class ConsentResult(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    accepted: bool = True
+    consent_id: str
+    duplicate: bool = Field(description="True when this consentId was already stored (kept once).")
+
+
+def _reason(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "body"
+    return f"{where}: {first['msg']}"
+
+
+def parse_consent(raw: Any) -> ConsentIn:
+    """The wire record, or Rejected with a stable code (``UNKNOWN_CONSENT_CATEGORY`` names the bad key)."""
+    if not isinstance(raw, dict):
+        raise Rejected("CONSENT_NOT_OBJECT", "the body must be a JSON object")
+    categories = raw.get("categories")
+    if isinstance(categories, dict):
+        unknown = sorted(str(k) for k in categories if k not in CATEGORIES)
+        if unknown:
+            raise Rejected(
+                "UNKNOWN_CONSENT_CATEGORY",
+                f"unknown consent categor{'ies' if len(unknown) > 1 else 'y'} {', '.join(repr(u) for u in unknown)}; "
+                f"the categories are {', '.join(CATEGORIES)}",
+            )
+    try:
+        record = ConsentIn.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        code = "TIMESTAMP_INVALID" if first["loc"][:1] in (("timestamp",), ("sentAt",)) else "INVALID_CONSENT"
+        raise Rejected(code, _reason(exc)) from exc
+    if all(getattr(record.categories, c) is None for c in CATEGORIES):
+        raise Rejected(
+            "CONSENT_CATEGORIES_EMPTY",
+            "categories must state at least one of " + ", ".join(CATEGORIES) + " as true or false",
+        )
+    return record
+
+
+def consent_row(raw: Any, ctx: Context) -> dict[str, Any]:
+    """The log row of one consent record (raises Rejected). ``ctx.sent_at`` is overridden by the
+    record's own ``sentAt`` when it has one."""
+    record = parse_consent(raw)
+    if record.sent_at is not None:
+        ctx = replace(ctx, sent_at=record.sent_at)
+    moment = event_time(record.timestamp, ctx)
+    return {
+        "consent_id": record.consent_id or uuid.uuid4().hex,
+        "ts": micros(moment),
+        "received_at": micros(ctx.received_at),
+        "visitor_id": record.visitor_id,
+        "session_id": record.session_id,
+        "user_id": record.user_id,
+        "source": record.source,
+        **{f"consent_{c}": getattr(record.categories, c) for c in CATEGORIES},
+        "channel": ctx.channel,
+        "client_platform": ctx.client_platform,
+        "client_version": ctx.client_version,
+        "site_id": ctx.site_id,
+        "date": moment.astimezone(UTC).date().isoformat(),
+    }
