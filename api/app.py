@@ -24,6 +24,7 @@ from api.ingest_routes import hot_routes
 from api.ingest_routes import private as tracking_router
 from api.ingest_routes import public as public_ingest_router
 from api.observability import Metrics, RequestObserver, configure_logging
+from api.public.consent import router as public_consent_router
 from api.public.routes import router as public_router
 from api.routes.admin import router as admin_router
 from api.routes.health import router as health_router
@@ -101,7 +102,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in (
         public_ingest_router, public_router, health_router, auth_router, sites_router, admin_router, tracking_router,
         funnel_definitions_router, funnels_router, cohorts_router, journeys_router, overview_router, site_events_router,
-        sql_router,
+        sql_router, public_consent_router,
     ):  # fmt: skip
         app.include_router(router, prefix=API_PREFIX)
     app.router.routes[:0] = hot_routes(API_PREFIX)
