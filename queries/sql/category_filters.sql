@@ -1,0 +1,25 @@
+-- Filter uses of `category_events` (category_filter events): the filter is metadata.filterName, else
+-- filterType, else filter ('unknown' when none); its value metadata.filterValue, else value (may be
+-- null). Per filter and value: uses, distinct people and distinct categories; `total_uses` counts
+-- every use, also of the rows past $limit.
+WITH uses AS (
+    SELECT person_id, category_path,
+        coalesce(
+            json_extract_string(filter_metadata, '$.filterName'),
+            json_extract_string(filter_metadata, '$.filterType'),
+            json_extract_string(filter_metadata, '$.filter'),
+            'unknown'
+        ) AS filter,
+        coalesce(
+            json_extract_string(filter_metadata, '$.filterValue'),
+            json_extract_string(filter_metadata, '$.value')
+        ) AS value
+    FROM category_events
+    WHERE name = 'category_filter'
+)
+SELECT filter, value, count(*) AS uses, count(DISTINCT person_id) AS people,
+    count(DISTINCT category_path) AS categories, sum(count(*)) OVER () AS total_uses
+FROM uses
+GROUP BY filter, value
+ORDER BY uses DESC, filter, value NULLS FIRST
+LIMIT $limit

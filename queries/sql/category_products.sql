@@ -1,0 +1,61 @@
+-- Products of the categories in `category_events` and `category_sales`: their views, viewers, clicks
+-- and add-to-carts there, the sales of their lines there (orders, units, buyers, revenue per
+-- currency), and how many of their viewers bought them at or after viewing. A product is its
+-- productItemCode; order lines that name only a productId are keyed by that id.
+WITH product_events AS (
+    SELECT product_item_code AS product_key,
+        count(*) FILTER (WHERE name = 'product_view') AS views,
+        count(DISTINCT person_id) FILTER (WHERE name = 'product_view') AS viewers,
+        count(*) FILTER (WHERE name = 'product_click') AS clicks,
+        count(*) FILTER (WHERE name = 'add_to_cart') AS add_to_carts,
+        arg_max(product_name, ts) AS product_name
+    FROM category_events
+    WHERE product_item_code IS NOT NULL
+    GROUP BY product_item_code
+),
+lines AS (
+    SELECT coalesce(product_item_code, 'id:' || product_id) AS product_key, * FROM category_sales
+),
+product_sales AS (
+    SELECT product_key, count(DISTINCT order_id) AS orders, sum(quantity) AS units_sold,
+        count(DISTINCT person_id) AS buyers, arg_max(product_name, ts) AS product_name,
+        any_value(product_id) AS line_product_id
+    FROM lines
+    GROUP BY product_key
+),
+product_revenue AS (
+    SELECT product_key, list(struct_pack(currency, revenue, orders) ORDER BY currency) AS revenue
+    FROM (
+        SELECT product_key, currency, sum(amount) AS revenue, count(DISTINCT order_id) AS orders
+        FROM lines
+        GROUP BY product_key, currency
+    )
+    GROUP BY product_key
+),
+first_views AS (
+    SELECT product_item_code AS product_key, person_id, min(ts) AS first_view
+    FROM category_events
+    WHERE name = 'product_view'
+    GROUP BY ALL
+),
+viewers_who_bought AS (
+    SELECT v.product_key, count(DISTINCT v.person_id) AS people
+    FROM first_views AS v
+    SEMI JOIN lines AS l ON l.product_key = v.product_key AND l.person_id = v.person_id AND l.ts >= v.first_view
+    GROUP BY v.product_key
+),
+final AS (
+    SELECT coalesce(e.product_key, s.product_key) AS product_key,
+        coalesce(e.product_name, s.product_name) AS product_name, s.line_product_id,
+        coalesce(e.views, 0) AS views, coalesce(e.viewers, 0) AS viewers, coalesce(e.clicks, 0) AS clicks,
+        coalesce(e.add_to_carts, 0) AS add_to_carts, coalesce(s.orders, 0) AS orders,
+        coalesce(s.units_sold, 0) AS units_sold, coalesce(s.buyers, 0) AS buyers,
+        coalesce(w.people, 0) AS viewers_who_bought, coalesce(r.revenue, []) AS revenue
+    FROM product_events AS e
+    FULL JOIN product_sales AS s ON s.product_key = e.product_key
+    LEFT JOIN product_revenue AS r ON r.product_key = coalesce(e.product_key, s.product_key)
+    LEFT JOIN viewers_who_bought AS w ON w.product_key = coalesce(e.product_key, s.product_key)
+)
+SELECT * FROM final
+ORDER BY views DESC, orders DESC, product_key
+LIMIT $limit

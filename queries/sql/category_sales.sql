@@ -1,0 +1,22 @@
+-- The order lines of one site's sales in the range (refunds apart), as the temporary table
+-- `category_sales` of the cursor: order, person, time, currency, product, quantity, line amount
+-- (unit price × quantity) and the line's normalised category path ('unknown' when it has none),
+-- restricted to the subtree of $category_path when it is not null.
+CREATE OR REPLACE TEMP TABLE category_sales AS
+WITH lines AS (
+    SELECT order_id, person_id, ts, currency, unnest(items) AS item
+    FROM orders_people
+    WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
+      AND ts >= $range_start AND ts < $range_end AND NOT is_refund
+),
+final AS (
+    SELECT order_id, person_id, ts, currency,
+        nullif(item.product_item_code, '') AS product_item_code, item.product_id, item.name AS product_name,
+        item.quantity, item.price * item.quantity AS amount,
+        coalesce(nullif(regexp_replace(trim(item.category_path), '\s*>\s*', ' > ', 'g'), ''), 'unknown')
+            AS category_path
+    FROM lines
+)
+SELECT * FROM final
+WHERE $category_path IS NULL OR category_path = $category_path
+   OR starts_with(category_path, $category_path || ' > ')

@@ -1,0 +1,253 @@
+"""Category analytics: exact numbers on a tiny hand-built shop (a parent covers its children, `unknown`
+for events without a category, sales per currency with JPY never showing decimals, refunds apart)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from queries.categories import (
+    CategoryQuery,
+    category_conversion,
+    category_filters,
+    category_overview,
+    category_paths,
+    category_products,
+    category_tree,
+    category_trends,
+    normalise_path,
+    top_categories,
+)
+from tests.queries.helpers import SITE, journeys_for
+from warehouse.catalog.product_identity import product_id_for
+
+KITCHEN = "Home > Kitchen"
+
+
+def at(day: int, clock: str) -> str:
+    return f"2024-03-{day:02d}T{clock}Z"
+
+
+def cat(event: str, day: int, clock: str, path: str | None, session: str, **metadata) -> dict:
+    meta = {"categoryPath": path, **metadata} if path is not None else metadata
+    return {"event": event, "at": at(day, clock), "sessionId": session, "metadata": meta}
+
+
+def product(event: str, day: int, clock: str, code: str, path: str | None, session: str) -> dict:
+    meta = {"productItemCode": code, "name": f"Name {code}"}
+    if path is not None:
+        meta["categoryPath"] = path
+    return {"event": event, "at": at(day, clock), "sessionId": session, "metadata": meta}
+
+
+def order(order_id: str, day: int, clock: str, currency: str, *lines: tuple[str, int, str, str | None],
+          **extra) -> dict:  # fmt: skip
+    items = [{"productItemCode": code, "quantity": qty, "price": price,
+              **({"categoryPath": path} if path else {})} for code, qty, price, path in lines]  # fmt: skip
+    total = sum(int(q) * float(p) for _, q, p, _ in lines)
+    return {"order": order_id, "at": at(day, clock), "currency": currency, "total": f"{total:.2f}",
+            "items": items, **extra}  # fmt: skip
+
+
+def shop(ingest) -> None:
+    """ann browses Home, then Kitchen, filters, views and adds P1, and buys it (with a Garden line);
+    her order is later refunded, which changes nothing. bob walks Garden → (no category) → Kitchen and
+    buys the next day in USD and twice in JPY. cy bought in Kitchen before she ever viewed it."""
+    journeys_for(ingest, {
+        "ann": [
+            cat("category_view", 1, "10:00:00", "Home", "s-ann"),
+            cat("category_view", 1, "10:01:00", "Home>Kitchen", "s-ann"),
+            cat("category_filter", 1, "10:02:00", KITCHEN, "s-ann", filterName="color", filterValue="red"),
+            product("product_view", 1, "10:03:00", "P1", KITCHEN, "s-ann"),
+            product("add_to_cart", 1, "10:04:00", "P1", KITCHEN, "s-ann"),
+            order("o1", 1, "10:05:00", "EUR", ("P1", 2, "4.50", KITCHEN), ("P9", 1, "5.00", "Garden")),
+            order("r1", 1, "18:00:00", "EUR", ("P1", -2, "4.50", KITCHEN), isRefund=True, refundOf="o1"),
+        ],
+        "bob": [
+            cat("category_view", 1, "11:00:00", "Garden", "s-bob"),
+            cat("category_filter", 1, "11:00:30", "Garden", "s-bob", filter="price"),
+            cat("category_view", 1, "11:01:00", None, "s-bob"),
+            cat("category_view", 1, "11:02:00", KITCHEN, "s-bob"),
+            product("product_view", 1, "11:03:00", "P2", None, "s-bob"),
+            order("o2", 2, "09:00:00", "USD", ("P1", 1, "10.00", KITCHEN)),
+            order("o3", 2, "09:30:00", "JPY", ("P3", 3, "1000", "Home")),
+            order("o5", 2, "09:40:00", "JPY", ("P4", 1, "1001", KITCHEN)),
+        ],
+        "cy": [
+            order("o4", 1, "12:00:00", "EUR", ("P1", 1, "4.50", KITCHEN)),
+            cat("category_view", 2, "08:00:00", KITCHEN, "s-cy"),
+        ],
+    })  # fmt: skip
+
+
+def query(path: str | None = None, start: int = 1, end: int = 2, timezone: str = "UTC") -> CategoryQuery:
+    return CategoryQuery(site_id=SITE, start_date=date(2024, 3, start), end_date=date(2024, 3, end),
+                         timezone=timezone, category_path=path)  # fmt: skip
+
+
+def dump(model) -> dict:
+    return model.model_dump(by_alias=True, mode="json")
+
+
+def money(currency: str, revenue: str, orders: int, average: str) -> dict:
+    return {"currency": currency, "revenue": revenue, "orders": orders, "avgOrderValue": average}
+
+
+HOME_REVENUE = [money("EUR", "13.50", 2, "6.75"), money("JPY", "4001", 2, "2000"), money("USD", "10.00", 1, "10.00")]
+
+
+def test_paths_are_normalised():
+    assert normalise_path(" Home>Kitchen  >  Mugs ") == "Home > Kitchen > Mugs"
+
+
+def test_overview_of_a_parent_covers_its_children(lake):
+    ingest, engine = lake
+    shop(ingest)
+    body = dump(category_overview(engine, query("Home")))
+    assert body["totals"] == {
+        "categoryViews": 4, "viewers": 3, "sessions": 3, "filterUses": 1, "productViews": 1, "addToCarts": 1,
+        "categories": 2, "orders": 5, "unitsSold": 8,
+    }  # fmt: skip
+    assert body["revenueByCurrency"] == HOME_REVENUE
+    assert body["revenue"] == {"amount": None, "currency": None, "mixed": True}
+    assert [c["categoryPath"] for c in body["topCategories"]] == [KITCHEN, "Home"]
+    assert body["scope"]["categoryPath"] == "Home"
+
+
+def test_overview_of_one_currency_has_a_total(lake):
+    ingest, engine = lake
+    shop(ingest)
+    body = dump(category_overview(engine, query("Garden")))
+    assert body["revenueByCurrency"] == [money("EUR", "5.00", 1, "5.00")]
+    assert body["revenue"] == {"amount": "5.00", "currency": "EUR", "mixed": False}
+
+
+def test_conversion_counts_viewers_who_bought_after_viewing(lake):
+    ingest, engine = lake
+    shop(ingest)
+    metrics = dump(category_conversion(engine, query("Home")))["metrics"]
+    # ann and bob bought after their first view; cy's only order came before hers.
+    assert metrics == {
+        "viewers": 3, "productViewers": 1, "cartAdders": 1, "buyers": 3, "convertedViewers": 2,
+        "conversionRate": 0.666667, "orders": 5, "unitsSold": 8, "revenueByCurrency": HOME_REVENUE,
+        "revenue": {"amount": None, "currency": None, "mixed": True},
+    }  # fmt: skip
+
+
+def test_events_without_a_category_count_under_unknown(lake):
+    ingest, engine = lake
+    shop(ingest)
+    metrics = dump(category_overview(engine, query("unknown")))["totals"]
+    assert (metrics["categoryViews"], metrics["productViews"], metrics["orders"]) == (1, 1, 0)
+
+
+def test_top_categories_by_their_own_path(lake):
+    ingest, engine = lake
+    shop(ingest)
+    rows = dump(top_categories(engine, query(), limit=10))["categories"]
+    assert [(r["categoryPath"], r["categoryViews"], r["orders"]) for r in rows] == [
+        (KITCHEN, 3, 4), ("Garden", 1, 1), ("Home", 1, 1), ("unknown", 1, 0),
+    ]  # fmt: skip
+    assert rows[0] == {
+        "categoryPath": KITCHEN, "parentPath": "Home", "depth": 2, "categoryViews": 3, "viewers": 3,
+        "filterUses": 1, "productViews": 1, "addToCarts": 1, "orders": 4, "unitsSold": 5, "buyers": 3,
+        "revenueByCurrency": [money("EUR", "13.50", 2, "6.75"), money("JPY", "1001", 1, "1001"),
+                              money("USD", "10.00", 1, "10.00")],
+    }  # fmt: skip
+    assert len(dump(top_categories(engine, query(), limit=2))["categories"]) == 2
+
+
+def test_the_tree_rolls_children_up_into_parents(lake):
+    ingest, engine = lake
+    shop(ingest)
+    nodes = {n["categoryPath"]: n for n in dump(category_tree(engine, query()))["categories"]}
+    assert list(nodes) == ["Garden", "Home", KITCHEN, "unknown"]
+    home = nodes["Home"]
+    assert (home["parentPath"], home["depth"]) == (None, 1)
+    assert (home["own"]["categoryViews"], home["own"]["viewers"], home["own"]["orders"]) == (1, 1, 1)
+    assert (home["total"]["categoryViews"], home["total"]["viewers"], home["total"]["orders"]) == (4, 3, 5)
+    assert home["total"]["revenueByCurrency"] == HOME_REVENUE
+    # Within the Kitchen subtree, Home (its ancestor) is no node.
+    assert [n["categoryPath"] for n in dump(category_tree(engine, query(KITCHEN)))["categories"]] == [KITCHEN]
+
+
+def test_products_of_a_category(lake):
+    ingest, engine = lake
+    shop(ingest)
+    rows = dump(category_products(engine, query(), limit=10))["products"]
+    assert [r["productItemCode"] for r in rows] == ["P1", "P2", "P3", "P4", "P9"]
+    assert rows[0] == {
+        "productId": str(product_id_for(SITE, "P1")), "productItemCode": "P1", "name": "Name P1", "views": 1,
+        "viewers": 1, "clicks": 0, "addToCarts": 1, "orders": 3, "unitsSold": 4, "buyers": 3,
+        "viewersWhoBought": 1, "viewToPurchaseRate": 1.0,
+        "revenueByCurrency": [money("EUR", "13.50", 2, "6.75"), money("USD", "10.00", 1, "10.00")],
+    }  # fmt: skip
+    assert rows[2]["revenueByCurrency"] == [money("JPY", "3000", 1, "3000")]
+    garden = dump(category_products(engine, query("Garden"), limit=10))["products"]
+    assert [(r["productItemCode"], r["orders"]) for r in garden] == [("P9", 1)]
+
+
+def test_trends_per_local_day(lake):
+    ingest, engine = lake
+    shop(ingest)
+    days = dump(category_trends(engine, query(start=1, end=3)))["days"]
+    assert days == [
+        {"date": "2024-03-01", "categoryViews": 5, "viewers": 2, "productViews": 2, "addToCarts": 1, "orders": 2,
+         "revenueByCurrency": [money("EUR", "18.50", 2, "9.25")]},
+        {"date": "2024-03-02", "categoryViews": 1, "viewers": 1, "productViews": 0, "addToCarts": 0, "orders": 3,
+         "revenueByCurrency": [money("JPY", "4001", 2, "2000"), money("USD", "10.00", 1, "10.00")]},
+        {"date": "2024-03-03", "categoryViews": 0, "viewers": 0, "productViews": 0, "addToCarts": 0, "orders": 0,
+         "revenueByCurrency": []},
+    ]  # fmt: skip
+
+
+def test_trends_use_the_site_time_zone(lake):
+    ingest, engine = lake
+    shop(ingest)
+    # In Tokyo (UTC+9) bob's 09:00 UTC orders of 2 March fall on the 2nd at 18:00 local; cy's view at
+    # 08:00 UTC too; ann's 10:00 UTC events of 1 March at 19:00 local on the 1st.
+    days = dump(category_trends(engine, query(start=1, end=2, timezone="Asia/Tokyo")))["days"]
+    assert [(d["date"], d["categoryViews"], d["orders"]) for d in days] == [
+        ("2024-03-01", 5, 2), ("2024-03-02", 1, 3),
+    ]  # fmt: skip
+    # Los Angeles (UTC-8): 1 March 10:00 UTC is 02:00 local on the 1st; the range of the 2nd alone keeps
+    # bob's orders (01:00–01:40 local) and cy's view (00:00 local).
+    days = dump(category_trends(engine, query(start=2, end=2, timezone="America/Los_Angeles")))["days"]
+    assert [(d["date"], d["categoryViews"], d["orders"]) for d in days] == [("2024-03-02", 1, 3)]
+
+
+def test_filters_used(lake):
+    ingest, engine = lake
+    shop(ingest)
+    body = dump(category_filters(engine, query(), limit=10))
+    assert body["totalUses"] == 2
+    assert body["filters"] == [
+        {"filter": "color", "value": "red", "uses": 1, "people": 1, "categories": 1},
+        {"filter": "price", "value": None, "uses": 1, "people": 1, "categories": 1},
+    ]
+    assert dump(category_filters(engine, query("Home"), limit=1))["totalUses"] == 1
+    assert dump(category_filters(engine, query(), limit=1))["totalUses"] == 2
+
+
+def test_paths_between_categories(lake):
+    ingest, engine = lake
+    shop(ingest)
+    rows = dump(category_paths(engine, query(), limit=10))["transitions"]
+    assert [(r["fromPath"], r["toPath"], r["transitions"], r["share"]) for r in rows] == [
+        ("Garden", "unknown", 1, 1.0), ("Home", KITCHEN, 1, 1.0), ("unknown", KITCHEN, 1, 1.0),
+    ]  # fmt: skip
+    rows = dump(category_paths(engine, query("Garden"), limit=10))["transitions"]
+    assert [(r["fromPath"], r["toPath"]) for r in rows] == [("Garden", "unknown")]
+
+
+def test_paths_fold_repeated_views_and_share_what_leaves_a_category(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "dee": [cat("category_view", 1, "10:00:00", "A", "s1"), cat("category_view", 1, "10:01:00", "A", "s1"),
+                cat("category_view", 1, "10:02:00", "B", "s1"), cat("category_view", 1, "10:03:00", "A", "s1"),
+                cat("category_view", 1, "10:04:00", "C", "s1")],
+        "eve": [cat("category_view", 1, "10:00:00", "A", "s2"), cat("category_view", 1, "10:01:00", "B", "s2")],
+    })  # fmt: skip
+    rows = dump(category_paths(engine, query(), limit=10))["transitions"]
+    assert [(r["fromPath"], r["toPath"], r["transitions"], r["sessions"], r["people"], r["share"]) for r in rows] == [
+        ("A", "B", 2, 2, 2, 0.666667), ("A", "C", 1, 1, 1, 0.333333), ("B", "A", 1, 1, 1, 1.0),
+    ]  # fmt: skip
