@@ -317,9 +317,14 @@ def category_overview(engine: Engine, query: CategoryQuery, *, top: int = 5) -> 
     return CategoryOverview(
         scope=query.scope(),
         totals=CategoryTotals(
-            category_views=totals["category_views"], viewers=totals["viewers"], sessions=totals["sessions"],
-            filter_uses=totals["filter_uses"], product_views=totals["product_views"],
-            add_to_carts=totals["add_to_carts"], categories=totals["categories"], orders=totals["orders"],
+            category_views=totals["category_views"],
+            viewers=totals["viewers"],
+            sessions=totals["sessions"],
+            filter_uses=totals["filter_uses"],
+            product_views=totals["product_views"],
+            add_to_carts=totals["add_to_carts"],
+            categories=totals["categories"],
+            orders=totals["orders"],
             units_sold=int(totals["units_sold"]),
         ),  # fmt: skip
         revenue_by_currency=_revenue_rows(revenue),
@@ -338,11 +343,15 @@ def category_conversion(engine: Engine, query: CategoryQuery) -> CategoryConvers
     return CategoryConversion(
         scope=query.scope(),
         metrics=ConversionMetrics(
-            viewers=totals["viewers"], product_viewers=totals["product_viewers"],
-            cart_adders=totals["cart_adders"], buyers=totals["buyers"],
+            viewers=totals["viewers"],
+            product_viewers=totals["product_viewers"],
+            cart_adders=totals["cart_adders"],
+            buyers=totals["buyers"],
             converted_viewers=totals["converted_viewers"],
-            conversion_rate=rate(totals["converted_viewers"], totals["viewers"]), orders=totals["orders"],
-            units_sold=int(totals["units_sold"]), revenue_by_currency=_revenue_rows(revenue),
+            conversion_rate=rate(totals["converted_viewers"], totals["viewers"]),
+            orders=totals["orders"],
+            units_sold=int(totals["units_sold"]),
+            revenue_by_currency=_revenue_rows(revenue),
             revenue=_total(revenue),
         ),  # fmt: skip
     )
@@ -431,8 +440,16 @@ def category_filters(engine: Engine, query: CategoryQuery, *, limit: int) -> Cat
     return CategoryFilters(
         scope=query.scope(),
         total_uses=int(rows[0]["total_uses"]) if rows else 0,
-        filters=[FilterUse(filter=r["filter"], value=r["value"], uses=r["uses"], people=r["people"],
-                           categories=r["categories"]) for r in rows],  # fmt: skip
+        filters=[
+            FilterUse(
+                filter=r["filter"],
+                value=r["value"],
+                uses=r["uses"],
+                people=r["people"],
+                categories=r["categories"],
+            )
+            for r in rows
+        ],  # fmt: skip
     )
 
 

@@ -92,7 +92,11 @@ def money(currency: str, revenue: str, orders: int, average: str) -> dict:
     return {"currency": currency, "revenue": revenue, "orders": orders, "avgOrderValue": average}
 
 
-HOME_REVENUE = [money("EUR", "13.50", 2, "6.75"), money("JPY", "4001", 2, "2000"), money("USD", "10.00", 1, "10.00")]
+HOME_REVENUE = [
+    money("EUR", "13.50", 2, "6.75"),
+    money("JPY", "4001", 2, "2000"),
+    money("USD", "10.00", 1, "10.00"),
+]
 
 
 def test_paths_are_normalised():
