@@ -101,18 +101,18 @@ async def accept_event_batch(request: Request, site_key: str) -> Response:
     caller = await guard_public_site(request, state.store, site_key)
     body = await read_body(request)
     valid = parse_event_batch(body)
-    batch = valid or EventBatchIn.model_validate(parse_json(body))
     if valid is not None:
-        visitor = valid.events[0].visitor_id if valid.events else None
+        events, sent_at = valid["events"], valid.get("sent_at")
+        visitor = events[0]["visitor_id"] if events else None
     else:
-        visitor = _visitor_of(batch.events, None)
+        batch = EventBatchIn.model_validate(parse_json(body))
+        events, sent_at = batch.events, batch.sent_at
+        visitor = _visitor_of(events, None)
     headers = throttle(state.hot, None, limit=Limit("events-visitor", state.settings.visitor_batches_per_minute, 60),
                        subject=f"{caller.site['id']}:{visitor or (request.client.host if request.client else 'unknown')}")  # fmt: skip
-    ctx = _context(caller, sent_at=batch.sent_at)
-    if valid is not None:
-        result = await _durably(state.ingest.accept_valid_events(valid.events, ctx))
-    else:
-        result = await _durably(state.ingest.accept_events(batch.events, ctx))
+    ctx = _context(caller, sent_at=sent_at)
+    accept = state.ingest.accept_valid_events if valid is not None else state.ingest.accept_events
+    result = await _durably(accept(events, ctx))
     return Response(
         orjson.dumps(result.model_dump(by_alias=True)), media_type="application/json", headers=headers
     )

@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI
-from pydantic import BaseModel
+from pydantic import TypeAdapter
 
-_DOCUMENTED: dict[str, type[BaseModel]] = {}
+_DOCUMENTED: dict[str, type] = {}
 REF = "#/components/schemas/{model}"
 
 
-def documented_body(model: type[BaseModel], description: str) -> dict[str, Any]:
-    """``openapi_extra`` for a route whose JSON body has the shape of ``model``."""
+def documented_body(model: type, description: str) -> dict[str, Any]:
+    """``openapi_extra`` for a route whose JSON body has the shape of ``model`` (a pydantic model
+    or TypedDict)."""
     _DOCUMENTED[model.__name__] = model
     return {
         "requestBody": {
@@ -33,7 +34,7 @@ def install(app: FastAPI, *, error_response: dict[str, Any]) -> None:
         schema = original()
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         for name, model in _DOCUMENTED.items():
-            body = model.model_json_schema(ref_template=REF, by_alias=True)
+            body = TypeAdapter(model).json_schema(ref_template=REF, by_alias=True)
             components.update(body.pop("$defs", {}))
             components[name] = body
         # Validation failures answer 400 in the error envelope, never FastAPI's default 422.

@@ -11,4 +11,4 @@ app = FastAPI()
 
 @app.post("/api/v1/public/sites/{siteKey}/events/batch")
 async def events_batch(siteKey: str, batch: EventBatch) -> dict:
-    return {"accepted": len(batch.events), "rejected": [], "duplicates": 0}
+    return {"accepted": len(batch["events"]), "rejected": [], "duplicates": 0}

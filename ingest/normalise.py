@@ -17,7 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from ingest.currency import is_iso4217, resolve_currency
 from ingest.event_names import CANONICAL_EVENT_NAMES, EVENT_FAMILIES
-from ingest.schemas import MAX_EVENT_BYTES, EventBatch, EventIn, MetricIn, OrderIn
+from ingest.schemas import MAX_EVENT_BYTES, Consent, EventBatch, EventIn, MetricIn, OrderIn
 
 PRODUCT_EVENTS = frozenset(EVENT_FAMILIES["product"])
 CATEGORY_EVENTS = frozenset(EVENT_FAMILIES["category"])
@@ -109,10 +109,13 @@ def _validation_reason(exc: ValidationError) -> str:
     return f"{where}: {first['msg']}"
 
 
-def _consent(consent) -> dict[str, bool | None]:
+def _consent(consent: Consent | None) -> dict[str, bool | None]:
+    consent = consent or {}
     return {
-        f"consent_{k}": getattr(consent, k) if consent else None
-        for k in ("necessary", "analytics", "marketing", "preferences")
+        "consent_necessary": consent.get("necessary"),
+        "consent_analytics": consent.get("analytics"),
+        "consent_marketing": consent.get("marketing"),
+        "consent_preferences": consent.get("preferences"),
     }
 
 
@@ -127,6 +130,7 @@ def _common(ctx: Context) -> dict[str, Any]:
 
 
 EVENT_LIST = TypeAdapter(list[EventIn])
+EVENT_BATCH = TypeAdapter(EventBatch)
 
 
 def _event_error(error: dict[str, Any]) -> Rejected:
@@ -191,10 +195,10 @@ def parse_event_batch(body: bytes) -> EventBatch | None:
     if len(body) > MAX_EVENT_BYTES:
         return None
     try:
-        batch = EventBatch.model_validate_json(body)
+        batch = EVENT_BATCH.validate_json(body)
     except ValidationError:
         return None
-    if not all(event.name in CANONICAL_EVENT_NAMES for event in batch.events):
+    if not all(event["name"] in CANONICAL_EVENT_NAMES for event in batch["events"]):
         return None
     return batch
 
@@ -245,60 +249,67 @@ class _BatchContext:
 
     def row(self, event: EventIn) -> dict[str, Any]:
         ctx = self.ctx
-        name = event.name
-        metadata = event.metadata
-        product_code = metadata.get("productItemCode")
+        name = event["name"]
+        metadata = event.get("metadata")
+        get = metadata.get if metadata else _nothing
+        product_code = get("productItemCode")
         if product_code is not None:
             if not isinstance(product_code, str | int):
                 raise Rejected("MISSING_PRODUCT_CODE", "metadata.productItemCode must be a string")
             product_code = str(product_code).strip() or None
         if name in PRODUCT_EVENTS and not product_code:
             raise Rejected("MISSING_PRODUCT_CODE", f"'{name}' needs metadata.productItemCode")
-        category_path = metadata.get("categoryPath")
+        category_path = get("categoryPath")
         if category_path is not None and not isinstance(category_path, str):
             raise Rejected("INVALID_EVENT", "metadata.categoryPath must be a string such as 'Home > Kitchen'")
         if name in CATEGORY_EVENTS:
-            category_path = str(category_path or event.entity_id or UNKNOWN_CATEGORY)
-        if event.timestamp is None:
+            category_path = str(category_path or event.get("entity_id") or UNKNOWN_CATEGORY)
+        timestamp = event.get("timestamp")
+        if timestamp is None:
             ts, day = self.received_us, self.received_date
         else:
-            moment = event_time(event.timestamp, ctx)
+            moment = event_time(timestamp, ctx)
             ts, day = micros(moment), moment.astimezone(UTC).date().isoformat()
-        meta_currency = metadata.get("currency")
-        if event.currency is None and meta_currency is None:
+        currency, meta_currency = event.get("currency"), get("currency")
+        if currency is None and meta_currency is None:
             currency = self.site_currency
         else:
             currency = _currency(
-                event.currency, meta_currency if isinstance(meta_currency, str) else None, ctx.site_currency
+                currency, meta_currency if isinstance(meta_currency, str) else None, ctx.site_currency
             )
         try:
             metadata_json = orjson.dumps(metadata).decode() if metadata else "{}"
         except orjson.JSONEncodeError:
             raise Rejected("INVALID_EVENT", "event nests JSON too deeply") from None
-        consent = event.consent
+        value = event.get("value")
+        consent = event.get("consent") or {}
         return {
-            "event_id": event.event_id or uuid.uuid4().hex,
+            "event_id": event.get("event_id") or uuid.uuid4().hex,
             "name": name,
             "ts": ts,
-            "visitor_id": event.visitor_id,
-            "session_id": event.session_id,
-            "journey_id": event.journey_id,
-            "user_id": event.user_id,
-            "entity_type": event.entity_type,
-            "entity_id": event.entity_id,
-            "url": event.url,
-            "referrer": event.referrer,
+            "visitor_id": event["visitor_id"],
+            "session_id": event["session_id"],
+            "journey_id": event.get("journey_id"),
+            "user_id": event.get("user_id"),
+            "entity_type": event.get("entity_type"),
+            "entity_id": event.get("entity_id"),
+            "url": event.get("url"),
+            "referrer": event.get("referrer"),
             "metadata": metadata_json,
             "product_item_code": product_code,
             "category_path": category_path,
             "currency": currency,
-            "value": None if event.value is None else money(event.value, "value"),
-            "consent_necessary": consent.necessary if consent else None,
-            "consent_analytics": consent.analytics if consent else None,
-            "consent_marketing": consent.marketing if consent else None,
-            "consent_preferences": consent.preferences if consent else None,
+            "value": None if value is None else money(value, "value"),
+            "consent_necessary": consent.get("necessary"),
+            "consent_analytics": consent.get("analytics"),
+            "consent_marketing": consent.get("marketing"),
+            "consent_preferences": consent.get("preferences"),
             "date": day,
         }
+
+
+def _nothing(_key: str) -> None:
+    return None
 
 
 def _validated(model, raw: Any, *, what: str, kind: str):

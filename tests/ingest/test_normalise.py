@@ -635,7 +635,7 @@ def test_the_one_call_batch_path_gives_the_per_event_answer(cases, odd_name):
         rows, rejected = result
         return rows, [(index, exc.code, exc.reason) for index, exc in rejected]
 
-    assert comparable(valid_event_log_rows(fast.events, context)) == comparable(per_event)
+    assert comparable(valid_event_log_rows(fast["events"], context)) == comparable(per_event)
 
 
 def test_bodies_that_may_hold_an_oversized_event_go_per_event():
