@@ -11,6 +11,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from aisle.settings import Settings
 from api import openapi_bodies
+from api.analytics.categories import router as categories_router
 from api.analytics.cohorts import router as cohorts_router
 from api.analytics.funnel_definitions import router as funnel_definitions_router
 from api.analytics.funnels import router as funnels_router
@@ -103,6 +104,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         public_ingest_router, public_router, health_router, auth_router, sites_router, admin_router, tracking_router,
         funnel_definitions_router, funnels_router, cohorts_router, journeys_router, overview_router, site_events_router,
         sql_router, public_consent_router,
+        categories_router,
     ):  # fmt: skip
         app.include_router(router, prefix=API_PREFIX)
     app.router.routes[:0] = hot_routes(API_PREFIX)

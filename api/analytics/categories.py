@@ -1,0 +1,162 @@
+"""Category analytics routes under /analytics/category/:siteId."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Annotated, Any
+from zoneinfo import ZoneInfo
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.routing import APIRoute
+
+from api.analytics.scope import AnalyticsSite
+from api.errors import BadRequest
+from queries.categories import (
+    CategoryConversion,
+    CategoryFilters,
+    CategoryList,
+    CategoryOverview,
+    CategoryPaths,
+    CategoryProducts,
+    CategoryQuery,
+    CategoryTree,
+    CategoryTrends,
+    category_conversion,
+    category_filters,
+    category_overview,
+    category_paths,
+    category_products,
+    category_tree,
+    category_trends,
+    normalise_path,
+    top_categories,
+)
+
+router = APIRouter(prefix="/analytics/category/{siteId}", tags=["analytics"])
+
+SEMANTICS = (
+    "Category activity is read from `category_view` and `category_filter` events (their "
+    "`metadata.categoryPath`, else `entityId`), from `product_view`, `product_click` and `add_to_cart` "
+    "events (their `metadata.categoryPath`) and from the lines of orders (each line's `categoryPath`). "
+    "Events and lines that name no category count under the category `unknown`. A path is its parts "
+    "joined by ` > ` (`Home > Kitchen`; spaces around `>` do not matter, case does). `categoryPath` "
+    "selects a category and everything below it: `Home` covers `Home > Kitchen`; omitted means every "
+    "category. `days`: the last N days in the site's time zone, today included. People are the linked "
+    "user when a visitor was ever identified, else the visitor. Money comes from order lines (unit "
+    "price × quantity; refunds apart) per currency, never converted or summed across currencies, each "
+    "amount formatted with its currency's minor units (JPY without decimals); an order counts once per "
+    "category however many of its lines fall there. A card total (`revenue`) has an amount only when "
+    "one currency is present, else `amount` and `currency` are null and `mixed` is true."
+)
+
+
+def category_query(
+    site: AnalyticsSite,
+    category_path: Annotated[
+        str | None,
+        Query(alias="categoryPath", max_length=500, description="A category and its subcategories."),
+    ] = None,
+    days: Annotated[int, Query(ge=1, le=365, description="The last N days (site time zone).")] = 30,
+) -> CategoryQuery:
+    path = None
+    if category_path is not None:
+        path = normalise_path(category_path)
+        if not path or any(not part for part in path.split(" > ")):
+            raise BadRequest(
+                "categoryPath must name a category such as 'Home > Kitchen' (no empty parts)",
+                code="CATEGORY_PATH_INVALID",
+            )
+    today = datetime.now(ZoneInfo(site["timezone"])).date()
+    return CategoryQuery(
+        site_id=site["id"], start_date=today - timedelta(days=days - 1), end_date=today,
+        timezone=site["timezone"], category_path=path,
+    )  # fmt: skip
+
+
+Category = Annotated[CategoryQuery, Depends(category_query)]
+Limit = Annotated[int, Query(ge=1, le=500, description="Rows to return.")]
+
+
+def _response(model: type) -> dict[str, Any]:
+    return {"response_model": model, "response_model_by_alias": True}
+
+
+@router.get("/overview", **_response(CategoryOverview))
+def overview(request: Request, query: Category) -> CategoryOverview:
+    """Totals over the selected categories: `categoryViews`, `viewers` (people with a view), `sessions`
+    with a view, `filterUses`, `productViews`, `addToCarts`, `categories` (distinct paths seen),
+    `orders` holding a line of them and `unitsSold`; `revenueByCurrency` (`{currency, revenue, orders,
+    avgOrderValue}`, average = revenue / orders of that currency) and the `revenue` card; and
+    `topCategories`, the five most viewed paths as `/top` lists them."""
+    return category_overview(request.app.state.engine, query)
+
+
+@router.get("/top", **_response(CategoryList))
+def top(request: Request, query: Category, limit: Limit = 20) -> CategoryList:
+    """Category paths as events and order lines name them (a parent's row holds only what names the
+    parent itself; `/all` adds children up), most viewed first, then most orders, then by path. Each row:
+    `categoryPath`, `parentPath`, `depth` (1 for a top-level category), `categoryViews`, `viewers`,
+    `filterUses`, `productViews`, `addToCarts`, `orders`, `unitsSold`, `buyers` and `revenueByCurrency`."""
+    return top_categories(request.app.state.engine, query, limit=limit)
+
+
+@router.get("/conversion", **_response(CategoryConversion))
+def conversion(request: Request, query: Category) -> CategoryConversion:
+    """`metrics`: `viewers` (people who viewed the categories), `productViewers`, `cartAdders` and
+    `buyers` (people who bought a line of them), `convertedViewers` (viewers who bought a line of them
+    at or after their first view of them in the range) and `conversionRate` = convertedViewers /
+    viewers (0 without viewers), `orders`, `unitsSold`, `revenueByCurrency: [{currency, revenue,
+    orders, avgOrderValue}]` and the `revenue` card (never one total over several currencies)."""
+    return category_conversion(request.app.state.engine, query)
+
+
+@router.get("/products", **_response(CategoryProducts))
+def products(request: Request, query: Category, limit: Limit = 20) -> CategoryProducts:
+    """Products viewed, clicked, added or sold in the categories, most viewed first, then most orders.
+    A product is its `productItemCode`; `productId` is its canonical uuid (the same code on the same
+    site is always the same id). Counts are those that name the selected categories: `views`,
+    `viewers`, `clicks`, `addToCarts`, `orders`, `unitsSold`, `buyers`, `viewersWhoBought` (viewers
+    who bought it at or after their first view) and `viewToPurchaseRate` = viewersWhoBought / viewers;
+    `name` is the latest name its events gave it, else its order lines; `revenueByCurrency` per currency."""
+    return category_products(request.app.state.engine, query, limit=limit)
+
+
+@router.get("/paths", **_response(CategoryPaths))
+def paths(request: Request, query: Category, limit: Limit = 20) -> CategoryPaths:
+    """How people move between categories: the `category_view` events of each session in time order,
+    repeated views of one category in a row folded into one, each step from one category to the next.
+    Per step (`fromPath` → `toPath`): `transitions`, `sessions`, `people`, and `share` of all steps
+    leaving `fromPath`. With `categoryPath`, steps that start or end in the selected categories; most
+    frequent first."""
+    return category_paths(request.app.state.engine, query, limit=limit)
+
+
+@router.get("/trends", **_response(CategoryTrends))
+def trends(request: Request, query: Category) -> CategoryTrends:
+    """One row per day of the range in the site's time zone, zero days included: `categoryViews`,
+    `viewers`, `productViews`, `addToCarts`, `orders` (a count over all currencies) and
+    `revenueByCurrency`."""
+    return category_trends(request.app.state.engine, query)
+
+
+@router.get("/filters", **_response(CategoryFilters))
+def filters(request: Request, query: Category, limit: Limit = 20) -> CategoryFilters:
+    """Filters used on category listings, from `category_filter` events: the filter is
+    `metadata.filterName`, else `filterType`, else `filter` (`unknown` when none); its value
+    `metadata.filterValue`, else `value` (null when none). Per filter and value: `uses`, `people`,
+    `categories` (distinct paths); most used first. `totalUses` counts every use in the selection."""
+    return category_filters(request.app.state.engine, query, limit=limit)
+
+
+@router.get("/all", **_response(CategoryTree))
+def all_categories(request: Request, query: Category) -> CategoryTree:
+    """Every category seen and all its ancestors, in path order (a parent before its children): `own`
+    holds what names the path itself, `total` what names it or any path below it (people counted once
+    per node). With `categoryPath`, that category and its subcategories only."""
+    return category_tree(request.app.state.engine, query)
+
+
+# Every route states the shared semantics after its own.
+for _route in router.routes:
+    if isinstance(_route, APIRoute):
+        _route.description = f"{_route.description}\n\n{SEMANTICS}"
