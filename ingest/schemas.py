@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator, with_config
 from pydantic.alias_generators import to_camel
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 # Documented limits (also in the OpenAPI descriptions).
 MAX_BATCH_EVENTS = 500
