@@ -11,12 +11,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from aisle.settings import Settings
 from api import openapi_bodies
+from api.analytics.attribution import router as attribution_router
 from api.analytics.categories import router as categories_router
 from api.analytics.cohorts import router as cohorts_router
 from api.analytics.funnel_definitions import router as funnel_definitions_router
 from api.analytics.funnels import router as funnels_router
 from api.analytics.journeys import router as journeys_router
 from api.analytics.overview import router as overview_router
+from api.analytics.revenue import router as revenue_router
 from api.analytics.site_events import router as site_events_router
 from api.analytics.sql import router as sql_router
 from api.auth.routes import router as auth_router
@@ -103,7 +105,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in (
         public_ingest_router, public_router, health_router, auth_router, sites_router, admin_router, tracking_router,
         funnel_definitions_router, funnels_router, cohorts_router, journeys_router, overview_router, site_events_router,
-        sql_router, public_consent_router,
+        sql_router, public_consent_router, revenue_router, attribution_router,
         categories_router,
     ):  # fmt: skip
         app.include_router(router, prefix=API_PREFIX)

@@ -1,0 +1,73 @@
+"""The attribution of one conversion: the touchpoints before it and each one's credit per model."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+
+from api.analytics.revenue import ATTRIBUTION, MONEY, LookbackDays
+from api.auth.permissions import ANALYTICS_VIEW
+from api.deps import Principal, StoreDep, load_owned_site, require
+from api.errors import BadRequest, NotFound
+from queries.attribution import DEFAULT_LOOKBACK_DAYS, AmbiguousEventId, EventAttribution, event_attribution
+from warehouse.catalog import sites
+
+router = APIRouter(prefix="/analytics", tags=["analytics"])
+
+Analyst = Annotated[Principal, require(ANALYTICS_VIEW)]
+
+
+@router.get(
+    "/events/{eventId}/attribution",
+    response_model=EventAttribution,
+    response_model_by_alias=True,
+    responses={404: {"description": "EVENT_NOT_FOUND: no event or order of the caller's sites has this id."}},
+)
+def attribution(
+    request: Request,
+    store: StoreDep,
+    principal: Analyst,
+    eventId: str,
+    site_id: Annotated[
+        str | None,
+        Query(
+            alias="siteId",
+            description="The site of the event (uuid); omitted: every site of the organisation.",
+        ),
+    ] = None,
+    lookback_days: LookbackDays = DEFAULT_LOOKBACK_DAYS,
+) -> EventAttribution:
+    """The attribution of one conversion: the event `eventId` (any event, usually a `purchase`), or,
+    when no event has that id, the order with that `orderId`. A purchase event naming an order
+    (`metadata.orderId`) carries that order's money (`order`: `{orderId, currency, total}`).
+    `conversionEventAt` is the conversion's time; `windowStart` = conversionEventAt - lookbackDays.
+    `touchpoints` lists the person's touchpoints in `[windowStart, conversionEventAt)` in credit order,
+    each with `kind` (impression or click) and `credits` per model (each model's credits sum to 1 over
+    the touchpoints; all empty when there are none). `totalTouchpoints` counts them,
+    `totalInteractions` the clicks among them and `totalImpressions` the rest. `models`: per model,
+    the credit of each entity (its touchpoints' credits summed) and, with an order, its `revenue`
+    (credit times the order total, in the order's currency). Ids are looked up on the caller's sites
+    only (404 otherwise); an id found on two of them answers 400 asking for `siteId`."""
+    if site_id is not None:
+        site_ids = [load_owned_site(store, principal, site_id)["id"]]
+    else:
+        with store.connect() as conn:
+            site_ids = [
+                s["id"] for s in sites.list_for_organization(conn, organization_id=principal.organization_id)
+            ]
+    try:
+        found = event_attribution(
+            request.app.state.engine, site_ids=site_ids, event_id=eventId, lookback_days=lookback_days
+        )
+    except AmbiguousEventId:
+        raise BadRequest(
+            f"'{eventId}' names conversions on several of your sites; pass siteId", code="EVENT_ID_AMBIGUOUS"
+        ) from None
+    if found is None:
+        raise NotFound(f"No event or order '{eventId}' on your sites", code="EVENT_NOT_FOUND")
+    return found
+
+
+for _route in router.routes:
+    _route.description = f"{_route.description}\n\n{ATTRIBUTION}\n\n{MONEY}"

@@ -1,0 +1,259 @@
+"""Revenue of one site per currency, and how identified and anonymous people convert.
+
+Orders are the source of truth for money: amounts stay Decimals beside their own currency, are never
+converted and never summed across currencies, and are formatted with the currency's minor units."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from queries import library
+from queries.money import MoneyTotal, format_amount, money_total
+from warehouse.engine import Engine
+
+
+class CamelModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+@dataclass(frozen=True)
+class ReportRange:
+    """Whole days of the site's time zone, both ends included."""
+
+    site_id: str
+    start_date: date
+    end_date: date
+    timezone: str = "UTC"
+
+    @classmethod
+    def last_days(cls, *, site_id: str, days: int, timezone: str, now: datetime | None = None) -> ReportRange:
+        """The last `days` days of the site's time zone, today included."""
+        today = (now or datetime.now(UTC)).astimezone(ZoneInfo(timezone)).date()
+        return cls(site_id, today - timedelta(days=days - 1), today, timezone)
+
+    def bounds(self) -> tuple[datetime, datetime]:
+        zone = ZoneInfo(self.timezone)
+        return (
+            datetime.combine(self.start_date, time.min, zone),
+            datetime.combine(self.end_date + timedelta(days=1), time.min, zone),
+        )
+
+    def params(self) -> dict[str, Any]:
+        start, end = self.bounds()
+        return {
+            "site_id": self.site_id,
+            "range_start": start,
+            "range_end": end,
+            "scan_start": start.astimezone(UTC).date(),
+            "scan_end": (end - timedelta(microseconds=1)).astimezone(UTC).date(),
+        }
+
+    def days(self) -> list[date]:
+        return [
+            self.start_date + timedelta(days=n) for n in range((self.end_date - self.start_date).days + 1)
+        ]
+
+
+# --- response models -------------------------------------------------------------------------------
+
+
+class CurrencyRevenue(CamelModel):
+    currency: str
+    revenue: str
+    orders: int
+    avg_order_value: str
+    refunds: int
+    refunded: str
+    net_revenue: str
+
+
+class DailyCurrencyRevenue(CamelModel):
+    currency: str
+    revenue: str
+    orders: int
+
+
+class RevenueDay(CamelModel):
+    date: date
+    revenue_by_currency: list[DailyCurrencyRevenue]
+
+
+class RevenueOverview(CamelModel):
+    site_id: str
+    start_date: date
+    end_date: date
+    timezone: str
+    orders: int
+    refunds: int
+    revenue_by_currency: list[CurrencyRevenue]
+    total_revenue: MoneyTotal
+    total_net_revenue: MoneyTotal
+    mixed_currency: bool
+    daily: list[RevenueDay]
+
+
+class GroupCurrencyRevenue(CamelModel):
+    currency: str
+    revenue: str
+    orders: int
+    buyers: int
+    avg_order_value: str
+    revenue_per_person: str
+
+
+class PeopleGroup(CamelModel):
+    people: int
+    converters: int
+    conversion_rate: float
+    orders: int
+    revenue_by_currency: list[GroupCurrencyRevenue]
+    total_revenue: MoneyTotal
+
+
+class IdentityConversionMetrics(CamelModel):
+    site_id: str
+    start_date: date
+    end_date: date
+    timezone: str
+    total_people: int
+    identified_share: float
+    identified: PeopleGroup
+    anonymous: PeopleGroup
+    conversion_rate_ratio: float | None
+    mixed_currency: bool
+
+
+# --- small pure helpers ----------------------------------------------------------------------------
+
+
+def rate(part: int | float, whole: int | float) -> float:
+    """part / whole rounded to 6 decimals; 0 when there is no whole."""
+    return round(part / whole, 6) if whole else 0.0
+
+
+def per_unit(amount: Decimal, count: int, currency: str) -> str:
+    """An amount divided by a count, formatted in the currency's minor units ("0" units when no count)."""
+    return format_amount(amount / count if count else Decimal(0), currency)
+
+
+def card_total(rows: list[tuple[str, Decimal]], fallback_currency: str) -> MoneyTotal:
+    """A card's total over per-currency rows; with no rows, zero in the site's currency."""
+    return money_total(rows or [(fallback_currency, Decimal(0))])
+
+
+# --- revenue overview ------------------------------------------------------------------------------
+
+
+def revenue_overview(engine: Engine, report: ReportRange, *, site_currency: str) -> RevenueOverview:
+    """Sales per currency of orders timed in the range (refund orders apart: their count and absolute
+    amount, and sales net of them), cards that total only a single currency, and every day's sales."""
+    params = report.params()
+    rows = library.run(engine, "revenue_overview", params).to_pylist()
+    daily_rows = library.run(engine, "revenue_daily", {**params, "timezone": report.timezone}).to_pylist()
+    by_currency = [
+        CurrencyRevenue(
+            currency=r["currency"],
+            revenue=format_amount(r["revenue"], r["currency"]),
+            orders=r["orders"],
+            avg_order_value=per_unit(r["revenue"], r["orders"], r["currency"]),
+            refunds=r["refunds"],
+            refunded=format_amount(r["refunded"], r["currency"]),
+            net_revenue=format_amount(r["revenue"] - r["refunded"], r["currency"]),
+        )
+        for r in rows
+    ]
+    currencies = [r["currency"] for r in rows if r["orders"]]
+    sales = {(r["day"], r["currency"]): r for r in daily_rows}
+    daily = [
+        RevenueDay(
+            date=day,
+            revenue_by_currency=[
+                DailyCurrencyRevenue(
+                    currency=c,
+                    revenue=format_amount(sales[day, c]["revenue"] if (day, c) in sales else 0, c),
+                    orders=sales[day, c]["orders"] if (day, c) in sales else 0,
+                )
+                for c in currencies
+            ],
+        )
+        for day in report.days()
+    ]
+    return RevenueOverview(
+        site_id=report.site_id,
+        start_date=report.start_date,
+        end_date=report.end_date,
+        timezone=report.timezone,
+        orders=sum(r["orders"] for r in rows),
+        refunds=sum(r["refunds"] for r in rows),
+        revenue_by_currency=by_currency,
+        total_revenue=card_total([(r["currency"], r["revenue"]) for r in rows], site_currency),
+        total_net_revenue=card_total(
+            [(r["currency"], r["revenue"] - r["refunded"]) for r in rows], site_currency
+        ),
+        mixed_currency=len(rows) > 1,
+        daily=daily,
+    )
+
+
+# --- identified vs anonymous -----------------------------------------------------------------------
+
+
+def _group(people: dict[str, int], revenue: list[dict[str, Any]], site_currency: str) -> PeopleGroup:
+    count = people.get("people", 0)
+    return PeopleGroup(
+        people=count,
+        converters=people.get("converters", 0),
+        conversion_rate=rate(people.get("converters", 0), count),
+        orders=sum(r["orders"] for r in revenue),
+        revenue_by_currency=[
+            GroupCurrencyRevenue(
+                currency=r["currency"],
+                revenue=format_amount(r["revenue"], r["currency"]),
+                orders=r["orders"],
+                buyers=r["buyers"],
+                avg_order_value=per_unit(r["revenue"], r["orders"], r["currency"]),
+                revenue_per_person=per_unit(r["revenue"], count, r["currency"]),
+            )
+            for r in revenue
+        ],
+        total_revenue=card_total([(r["currency"], r["revenue"]) for r in revenue], site_currency),
+    )
+
+
+def _ratio_of_rates(a: PeopleGroup, b: PeopleGroup) -> float | None:
+    """How many times b's conversion rate a's is, from the counts; None when b has no converter."""
+    if not (a.people and b.people and b.converters):
+        return None
+    return round((a.converters * b.people) / (a.people * b.converters), 6)
+
+
+def identity_conversion_metrics(
+    engine: Engine, report: ReportRange, *, site_currency: str
+) -> IdentityConversionMetrics:
+    """People active in the range (an event or an order) split into identified (linked to a user id,
+    at any time) and anonymous: how many, how many bought, and their sales per currency."""
+    params = report.params()
+    people = {r["identified"]: r for r in library.run(engine, "identity_people", params).to_pylist()}
+    revenue = library.run(engine, "identity_revenue", params).to_pylist()
+    identified = _group(people.get(True, {}), [r for r in revenue if r["identified"]], site_currency)
+    anonymous = _group(people.get(False, {}), [r for r in revenue if not r["identified"]], site_currency)
+    total = identified.people + anonymous.people
+    return IdentityConversionMetrics(
+        site_id=report.site_id,
+        start_date=report.start_date,
+        end_date=report.end_date,
+        timezone=report.timezone,
+        total_people=total,
+        identified_share=rate(identified.people, total),
+        identified=identified,
+        anonymous=anonymous,
+        conversion_rate_ratio=_ratio_of_rates(identified, anonymous),
+        mixed_currency=len({r["currency"] for r in revenue}) > 1,
+    )

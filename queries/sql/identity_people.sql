@@ -1,0 +1,24 @@
+-- People active in [$range_start, $range_end) (an event or an order), split into identified (the
+-- person is a shop user: the visitor was linked to a user id at any time, or the row carries one) and
+-- anonymous; `converters` bought in the range (an order that is not a refund, or a purchase event).
+WITH activity AS (
+    SELECT person_id, nullif(user_id, '') IS NOT NULL OR person_id <> visitor_id AS identified,
+        name = 'purchase' AS purchased
+    FROM events_people
+    WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
+        AND ts >= $range_start AND ts < $range_end
+    UNION ALL
+    SELECT person_id, nullif(user_id, '') IS NOT NULL OR person_id <> visitor_id, NOT is_refund
+    FROM orders_people
+    WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
+        AND ts >= $range_start AND ts < $range_end
+),
+people AS (
+    SELECT person_id, bool_or(identified) AS identified, bool_or(purchased) AS converted
+    FROM activity
+    GROUP BY person_id
+)
+SELECT identified, count(*) AS people, count(*) FILTER (WHERE converted) AS converters
+FROM people
+GROUP BY identified
+ORDER BY identified DESC
