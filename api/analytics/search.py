@@ -1,0 +1,105 @@
+"""Search analytics routes: top queries, zero-result queries and the products opened from search, for
+one site or every site of the caller's organisation."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.routing import APIRoute
+
+from api.auth.permissions import ANALYTICS_VIEW
+from api.deps import Principal, StoreDep, load_owned_site, require
+from queries.overview import Scope
+from queries.search_analytics import (
+    TopProducts,
+    TopQueries,
+    ZeroResults,
+    top_products,
+    top_queries,
+    zero_result_queries,
+)
+from warehouse.catalog import sites
+
+router = APIRouter(prefix="/analytics/search", tags=["analytics"])
+
+SEMANTICS = (
+    "Rows are per site and query (or product), so an organisation-wide answer never merges two sites' "
+    "queries or products. A query is the text of the search event's `metadata.query` (else `q`, "
+    "`searchQuery` or `searchTerm`), trimmed, in lower case, runs of white space as one space; search "
+    "events without one are not counted. A search shows as a `search_query` event and as an outcome: "
+    "`search_zero_results`, or `search_results` (with `metadata.resultCount`); `searches` is the larger "
+    "of the two counts, so storefronts sending only one kind still count each search once. A "
+    "zero-result search is a `search_zero_results` event or a `search_results` event with "
+    "`resultCount` 0 (once when a session reports the same query both ways). A search click is a "
+    "`product_click`, `product_view` or `popular_product_click` naming a product "
+    "(`metadata.productItemCode`) that carries a query itself, is a `popular_product_click`, or comes "
+    "right after a search step in its session (`search_instant_open`, `search_query`, `search_results`, "
+    "`search_zero_results`, `search_filter`, `search_sort`, `search_page`, `recent_search_click`, "
+    "`popular_search_click`; page views, scrolls, impressions, dwell time, identity and runtime events "
+    "in between do not count as steps), so opening a result counts once and the product page it leads "
+    "to does not count again. A click belongs to its own query, else to the latest query of its "
+    "session. `siteId` omitted: every site of the organisation. `days`: the last N UTC days, today "
+    "included. People are the linked user when a visitor was ever identified, else the visitor."
+)
+
+Days = Annotated[int, Query(ge=1, le=365, description="The last N UTC days, today included.")]
+Limit = Annotated[int, Query(ge=1, le=500, description="Rows to return.")]
+SiteFilter = Annotated[
+    str | None,
+    Query(alias="siteId", description="One site (uuid); omitted means every site of the organisation."),
+]
+Analyst = Annotated[Principal, require(ANALYTICS_VIEW)]
+
+
+def _scope(store, principal: Principal, site_id: str | None, days: int) -> Scope:
+    if site_id:
+        site_ids = [load_owned_site(store, principal, site_id)["id"]]
+    else:
+        with store.connect() as conn:
+            owned = sites.list_for_organization(conn, organization_id=principal.organization_id)
+        site_ids = [s["id"] for s in owned]
+    return Scope.last_days(site_ids, days, today=datetime.now(UTC).date())
+
+
+@router.get("/top-queries", response_model=TopQueries, response_model_by_alias=True)
+def get_top_queries(
+    request: Request, store: StoreDep, principal: Analyst, site_id: SiteFilter = None, days: Days = 30,
+    limit: Limit = 20,
+) -> TopQueries:  # fmt: skip
+    """Queries by number of searches (then by query): `searches`, `people`, `zeroResultSearches` and
+    `zeroResultRate` (zero-result searches / searches), `avgResultCount` (mean `resultCount` of its
+    `search_results` events; null when none reported one), `clicks` (search clicks attributed to the
+    query) and `clicksPerSearch` (clicks / searches; above 1 when people open several results),
+    `lastSearchedAt`. `totalSearches`, `totalQueries` and `zeroResultRate` cover every query, also those
+    past `limit`."""
+    return top_queries(request.app.state.engine, _scope(store, principal, site_id, days), limit=limit)
+
+
+@router.get("/zero-results", response_model=ZeroResults, response_model_by_alias=True)
+def get_zero_results(
+    request: Request, store: StoreDep, principal: Analyst, site_id: SiteFilter = None, days: Days = 30,
+    limit: Limit = 20,
+) -> ZeroResults:  # fmt: skip
+    """Queries that found nothing at least once, by number of zero-result searches: `zeroResultSearches`,
+    all its `searches`, `zeroResultRate`, `people` (who found nothing) and `lastSeenAt` (the latest zero result).
+    `totalZeroResultSearches` and `totalQueries` cover every such query, also those past `limit`."""
+    return zero_result_queries(request.app.state.engine, _scope(store, principal, site_id, days), limit=limit)
+
+
+@router.get("/top-products", response_model=TopProducts, response_model_by_alias=True)
+def get_top_products(
+    request: Request, store: StoreDep, principal: Analyst, site_id: SiteFilter = None, days: Days = 30,
+    limit: Limit = 20,
+) -> TopProducts:  # fmt: skip
+    """Products by search clicks (then people, then code): `productId` (the canonical uuid of the site's
+    `productItemCode`), `clicks`, `people`, `queries` (distinct queries that led to it) and `topQueries`
+    (the three with most clicks). `totalClicks` covers every product, also those past `limit`."""
+    return top_products(request.app.state.engine, _scope(store, principal, site_id, days), limit=limit)
+
+
+# Every route states the shared semantics after its own.
+for _route in router.routes:
+    if isinstance(_route, APIRoute):
+        _route.description = f"{_route.description}\n\n{SEMANTICS}"

@@ -1,0 +1,201 @@
+"""Search analytics over one site or all sites of an organisation: the queries people search for, the
+queries that find nothing, and the products people open from search.
+
+A query is the text of ``metadata.query`` (else ``q``, ``searchQuery`` or ``searchTerm``) of search
+events, trimmed, in lower case, white space runs as one space; events without one are no query. A
+search click is a ``product_click``, ``product_view`` or ``popular_product_click`` naming a product
+(``metadata.productItemCode``) that carries a query itself, is a ``popular_product_click``, or whose
+previous step in its session was a search step (``search_instant_open``, ``search_query``,
+``search_results``, ``search_zero_results``, ``search_filter``, ``search_sort``, ``search_page``,
+``recent_search_click``, ``popular_search_click``), page views, impressions, scrolls, identity and runtime
+events not counting as steps; so opening a result counts once, not again for the product page it leads
+to. A click belongs to its own query, else the latest query of its session. Days are UTC calendar days
+of the lake's partitions, as in the overview.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import duckdb
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from ingest.event_names import EVENT_FAMILIES
+from queries import library
+from queries.overview import Scope
+from warehouse.catalog.product_identity import product_id_for
+from warehouse.engine import Engine
+
+SEARCH_STEPS = (
+    "search_instant_open", "search_query", "search_results", "search_zero_results", "search_filter", "search_sort",
+    "search_page", "recent_search_click", "popular_search_click",
+)  # fmt: skip
+# Events that are no step between a search and the click that follows it.
+IGNORED = (
+    *EVENT_FAMILIES["page"], *EVENT_FAMILIES["runtime"], *EVENT_FAMILIES["widget"], *EVENT_FAMILIES["identity"],
+    "product_impression", "product_dwell_time", "impression", "view", "hover", "close", "slider_navigate",
+    "slider_swipe", "custom_event",
+)  # fmt: skip
+
+
+class _Camel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class SearchScope(_Camel):
+    site_ids: list[str]
+    start_date: str
+    end_date: str
+
+
+class SearchQuery(_Camel):
+    site_id: str
+    query: str
+    searches: int
+    people: int
+    zero_result_searches: int
+    zero_result_rate: float
+    avg_result_count: float | None
+    clicks: int
+    clicks_per_search: float
+    last_searched_at: datetime
+
+
+class TopQueries(_Camel):
+    scope: SearchScope
+    total_searches: int
+    total_queries: int
+    zero_result_rate: float
+    queries: list[SearchQuery]
+
+
+class ZeroResultQuery(_Camel):
+    site_id: str
+    query: str
+    zero_result_searches: int
+    searches: int
+    zero_result_rate: float
+    people: int
+    last_seen_at: datetime
+
+
+class ZeroResults(_Camel):
+    scope: SearchScope
+    total_zero_result_searches: int
+    total_queries: int
+    queries: list[ZeroResultQuery]
+
+
+class QueryClicks(_Camel):
+    query: str
+    clicks: int
+
+
+class SearchProduct(_Camel):
+    site_id: str
+    product_id: str
+    product_item_code: str
+    clicks: int
+    people: int
+    queries: int
+    top_queries: list[QueryClicks]
+
+
+class TopProducts(_Camel):
+    scope: SearchScope
+    total_clicks: int
+    products: list[SearchProduct]
+
+
+def _rate(part: int, whole: int) -> float:
+    return round(part / whole, 6) if whole else 0.0
+
+
+def _scope(scope: Scope) -> SearchScope:
+    return SearchScope(**scope.describe())
+
+
+@contextmanager
+def _search_steps(engine: Engine, scope: Scope) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A cursor holding the temporary table `search_steps` of the scope."""
+    cursor = engine.cursor()
+    try:
+        params = {**scope.params(), "ignored": list(IGNORED), "search_steps": list(SEARCH_STEPS)}
+        cursor.execute(library.sql("search_steps"), params)
+        yield cursor
+    finally:
+        cursor.close()
+
+
+def _query_rows(engine: Engine, scope: Scope, *, limit: int, zero_only: bool) -> list[dict[str, Any]]:
+    with _search_steps(engine, scope) as cursor:
+        sql = library.sql("search_queries")
+        return cursor.sql(sql, params={"limit": limit, "zero_only": zero_only}).to_arrow_table().to_pylist()
+
+
+def top_queries(engine: Engine, scope: Scope, *, limit: int) -> TopQueries:
+    """Queries by number of searches: people, zero-result searches and their share, the mean number of
+    results reported, search clicks and clicks per search."""
+    rows = _query_rows(engine, scope, limit=limit, zero_only=False)
+    total_searches = int(rows[0]["total_searches"]) if rows else 0
+    total_zero = int(rows[0]["total_zero_results"]) if rows else 0
+    return TopQueries(
+        scope=_scope(scope),
+        total_searches=total_searches,
+        total_queries=rows[0]["total_queries"] if rows else 0,
+        zero_result_rate=_rate(total_zero, total_searches),
+        queries=[
+            SearchQuery(
+                site_id=r["site_id"], query=r["query"], searches=r["searches"], people=r["people"],
+                zero_result_searches=r["zero_results"], zero_result_rate=_rate(r["zero_results"], r["searches"]),
+                avg_result_count=None if r["avg_result_count"] is None else round(r["avg_result_count"], 3),
+                clicks=r["clicks"], clicks_per_search=_rate(r["clicks"], r["searches"]),
+                last_searched_at=r["last_searched_at"],
+            )
+            for r in rows
+        ],
+    )  # fmt: skip
+
+
+def zero_result_queries(engine: Engine, scope: Scope, *, limit: int) -> ZeroResults:
+    """Queries that found nothing, by number of zero-result searches, with all their searches, the
+    share that found nothing, the people who found nothing and the last time one found nothing."""
+    rows = _query_rows(engine, scope, limit=limit, zero_only=True)
+    return ZeroResults(
+        scope=_scope(scope),
+        total_zero_result_searches=int(rows[0]["total_zero_results"]) if rows else 0,
+        total_queries=rows[0]["total_queries"] if rows else 0,
+        queries=[
+            ZeroResultQuery(
+                site_id=r["site_id"], query=r["query"], zero_result_searches=r["zero_results"],
+                searches=r["searches"], zero_result_rate=_rate(r["zero_results"], r["searches"]),
+                people=r["zero_people"], last_seen_at=r["last_zero_at"],
+            )
+            for r in rows
+        ],
+    )  # fmt: skip
+
+
+def top_products(engine: Engine, scope: Scope, *, limit: int) -> TopProducts:
+    """Products by search clicks: people who clicked, distinct queries, and the three queries that led
+    to most clicks."""
+    with _search_steps(engine, scope) as cursor:
+        rows = (
+            cursor.sql(library.sql("search_products"), params={"limit": limit}).to_arrow_table().to_pylist()
+        )
+    return TopProducts(
+        scope=_scope(scope),
+        total_clicks=int(rows[0]["total_clicks"]) if rows else 0,
+        products=[
+            SearchProduct(
+                site_id=r["site_id"], product_id=str(product_id_for(r["site_id"], r["product_item_code"])),
+                product_item_code=r["product_item_code"], clicks=r["clicks"], people=r["people"],
+                queries=r["queries"], top_queries=[QueryClicks(**q) for q in r["top_queries"]],
+            )
+            for r in rows
+        ],
+    )  # fmt: skip

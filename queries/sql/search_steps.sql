@@ -1,0 +1,50 @@
+-- The search activity of a set of sites over UTC dates, as the temporary table `search_steps` of the
+-- cursor: every search-family event and every search click, with its query normalised (trimmed,
+-- lower case, runs of white space as one space; from metadata.query, else q, searchQuery or
+-- searchTerm). A search click is a product_click, product_view or popular_product_click naming a
+-- product that carries a query itself, is a popular_product_click, or whose previous step in its
+-- session was one of $search_steps; steps skip the events in $ignored (page views, impressions,
+-- identity...). A click's query is its own, else the latest query of its session so far. Only sessions
+-- with a search event are read past the first scan.
+CREATE OR REPLACE TEMP TABLE search_steps AS
+WITH scoped AS (
+    SELECT site_id, person_id, session_id, event_id, ts, name, product_item_code, metadata
+    FROM events_people
+    WHERE list_contains($site_ids, site_id) AND date BETWEEN $start_date AND $end_date
+      AND NOT list_contains($ignored, name)
+),
+search_sessions AS (
+    SELECT DISTINCT site_id, session_id FROM scoped WHERE starts_with(name, 'search_') OR name LIKE 'popular_%'
+        OR name = 'recent_search_click'
+),
+steps AS (
+    SELECT s.site_id, s.person_id, s.session_id, s.event_id, s.ts, s.name, s.product_item_code,
+        CASE WHEN s.name IN ('search_results', 'search_zero_results')
+            THEN TRY_CAST(json_extract_string(s.metadata, '$.resultCount') AS BIGINT) END AS result_count,
+        nullif(lower(regexp_replace(trim(coalesce(
+            json_extract_string(s.metadata, '$.query'), json_extract_string(s.metadata, '$.q'),
+            json_extract_string(s.metadata, '$.searchQuery'), json_extract_string(s.metadata, '$.searchTerm')
+        )), '\s+', ' ', 'g')), '') AS query
+    FROM scoped AS s
+    SEMI JOIN search_sessions AS k ON k.site_id = s.site_id AND k.session_id = s.session_id
+),
+sequenced AS (
+    SELECT *,
+        lag(name) OVER session AS previous_name,
+        last_value(query IGNORE NULLS) OVER (session ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+            AS session_query
+    FROM steps
+    WINDOW session AS (PARTITION BY site_id, person_id, session_id ORDER BY ts, event_id)
+),
+final AS (
+    SELECT site_id, person_id, session_id, ts, name, product_item_code, result_count, query, session_query,
+        name IN ('product_click', 'product_view', 'popular_product_click') AND product_item_code IS NOT NULL
+            AND (query IS NOT NULL OR name = 'popular_product_click' OR list_contains($search_steps, previous_name))
+            AS is_click
+    FROM sequenced
+)
+SELECT site_id, person_id, session_id, ts, name, product_item_code, result_count, is_click,
+    CASE WHEN is_click THEN coalesce(query, session_query) ELSE query END AS query
+FROM final
+WHERE is_click OR starts_with(name, 'search_') OR name IN ('recent_search_click', 'popular_search_click',
+    'popular_category_click', 'popular_product_click')

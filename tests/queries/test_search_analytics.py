@@ -1,0 +1,113 @@
+"""Search analytics: exact numbers on tiny hand-built search sessions (query normalisation, zero
+results reported either way and once, clicks counted once per opened result)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from queries.overview import Scope
+from queries.search_analytics import top_products, top_queries, zero_result_queries
+from tests.queries.helpers import SITE, journeys_for
+from warehouse.catalog.product_identity import product_id_for
+
+SCOPE = Scope((SITE,), date(2024, 3, 1), date(2024, 3, 1))
+
+
+def step(clock: str, event: str, session: str, **metadata) -> dict:
+    return {"event": event, "at": f"2024-03-01T{clock}Z", "sessionId": session, "metadata": metadata}
+
+
+def searches(ingest) -> None:
+    """ann opens the search box and clicks a popular product, searches "  Red  Mug", opens P1 from the
+    results and then browses to P2; her search for "xyz" finds nothing. bob searches "red mug" and opens
+    P1 (after identifying himself), clicks P2 from a "blue mug" suggestion, and gets an empty result list
+    for "xyz". cy's storefront reports her "xyz" search both as zero results and as an empty list."""
+    journeys_for(ingest, {
+        "ann": [
+            step("10:00:00", "search_instant_open", "s1"),
+            step("10:00:01", "popular_product_click", "s1", productItemCode="P5"),
+            step("10:00:02", "product_view", "s1", productItemCode="P5"),
+            step("10:01:00", "search_query", "s1", query="  Red  Mug"),
+            step("10:01:01", "page_view", "s1"),
+            step("10:01:02", "search_results", "s1", query="red mug", resultCount=3),
+            step("10:01:03", "product_click", "s1", productItemCode="P1"),
+            step("10:01:04", "page_view", "s1"),
+            step("10:01:05", "product_view", "s1", productItemCode="P1"),
+            step("10:02:00", "product_view", "s1", productItemCode="P2"),
+            step("10:03:00", "search_query", "s1", query="xyz"),
+            step("10:03:01", "search_zero_results", "s1", query="xyz"),
+        ],
+        "bob": [
+            step("11:00:00", "search_query", "s2", query="red mug"),
+            step("11:00:01", "search_results", "s2", query="Red Mug", resultCount=5),
+            step("11:00:02", "identify", "s2"),
+            step("11:00:03", "product_view", "s2", productItemCode="P1"),
+            step("11:01:00", "product_click", "s2", productItemCode="P2", query="blue mug"),
+            step("11:02:00", "search_results", "s2", q="xyz", resultCount=0),
+        ],
+        "cy": [
+            step("12:00:00", "search_query", "s3", searchTerm="XYZ"),
+            step("12:00:01", "search_zero_results", "s3", query="xyz"),
+            step("12:00:02", "search_results", "s3", query="xyz", resultCount=0),
+        ],
+    })  # fmt: skip
+
+
+def dump(model) -> dict:
+    return model.model_dump(by_alias=True, mode="json")
+
+
+def test_top_queries(lake):
+    ingest, engine = lake
+    searches(ingest)
+    body = dump(top_queries(engine, SCOPE, limit=10))
+    assert (body["totalSearches"], body["totalQueries"], body["zeroResultRate"]) == (5, 2, 0.6)
+    assert body["queries"] == [
+        {"siteId": SITE, "query": "xyz", "searches": 3, "people": 3, "zeroResultSearches": 3,
+         "zeroResultRate": 1.0, "avgResultCount": 0.0, "clicks": 0, "clicksPerSearch": 0.0,
+         "lastSearchedAt": "2024-03-01T12:00:02Z"},
+        {"siteId": SITE, "query": "red mug", "searches": 2, "people": 2, "zeroResultSearches": 0,
+         "zeroResultRate": 0.0, "avgResultCount": 4.0, "clicks": 2, "clicksPerSearch": 1.0,
+         "lastSearchedAt": "2024-03-01T11:00:01Z"},
+    ]  # fmt: skip
+    limited = dump(top_queries(engine, SCOPE, limit=1))
+    assert (len(limited["queries"]), limited["totalSearches"], limited["totalQueries"]) == (1, 5, 2)
+
+
+def test_zero_result_queries(lake):
+    ingest, engine = lake
+    searches(ingest)
+    body = dump(zero_result_queries(engine, SCOPE, limit=10))
+    assert (body["totalZeroResultSearches"], body["totalQueries"]) == (3, 1)
+    assert body["queries"] == [
+        {"siteId": SITE, "query": "xyz", "zeroResultSearches": 3, "searches": 3, "zeroResultRate": 1.0,
+         "people": 3, "lastSeenAt": "2024-03-01T12:00:01Z"},
+    ]  # fmt: skip
+
+
+def test_top_products_from_search(lake):
+    ingest, engine = lake
+    searches(ingest)
+    body = dump(top_products(engine, SCOPE, limit=10))
+    assert body["totalClicks"] == 4
+    assert body["products"] == [
+        {"siteId": SITE, "productId": str(product_id_for(SITE, "P1")), "productItemCode": "P1", "clicks": 2,
+         "people": 2, "queries": 1, "topQueries": [{"query": "red mug", "clicks": 2}]},
+        {"siteId": SITE, "productId": str(product_id_for(SITE, "P2")), "productItemCode": "P2", "clicks": 1,
+         "people": 1, "queries": 1, "topQueries": [{"query": "blue mug", "clicks": 1}]},
+        {"siteId": SITE, "productId": str(product_id_for(SITE, "P5")), "productItemCode": "P5", "clicks": 1,
+         "people": 1, "queries": 0, "topQueries": []},
+    ]  # fmt: skip
+
+
+def test_a_range_without_searches(lake):
+    ingest, engine = lake
+    searches(ingest)
+    empty = Scope((SITE,), date(2024, 3, 2), date(2024, 3, 3))
+    assert dump(top_queries(engine, empty, limit=10))["queries"] == []
+    assert dump(zero_result_queries(engine, empty, limit=10))["totalZeroResultSearches"] == 0
+    assert dump(top_products(engine, empty, limit=10)) == {
+        "scope": {"siteIds": [SITE], "startDate": "2024-03-02", "endDate": "2024-03-03"},
+        "totalClicks": 0,
+        "products": [],
+    }
