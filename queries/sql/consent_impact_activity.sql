@@ -1,0 +1,25 @@
+-- Per consent group: people, their events in the range, converters (people with a sale, i.e. an
+-- order that is not a refund, or a `purchase` event in the range) and sales (orders, refunds apart).
+WITH person_events AS (
+    SELECT person_id, count(*) AS events, bool_or(name = 'purchase') AS purchased
+    FROM events_people
+    WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
+        AND ts >= $range_start AND ts < $range_end
+    GROUP BY person_id
+),
+person_orders AS (
+    SELECT person_id, count(*) AS orders
+    FROM orders_people
+    WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
+        AND ts >= $range_start AND ts < $range_end AND NOT is_refund
+    GROUP BY person_id
+)
+SELECT g.consent_group,
+    count(*) AS people,
+    coalesce(sum(e.events), 0) AS events,
+    count(*) FILTER (WHERE coalesce(e.purchased, false) OR coalesce(o.orders, 0) > 0) AS converters,
+    coalesce(sum(o.orders), 0) AS orders
+FROM consent_groups AS g
+LEFT JOIN person_events AS e USING (person_id)
+LEFT JOIN person_orders AS o USING (person_id)
+GROUP BY g.consent_group
