@@ -19,6 +19,7 @@ from api.analytics.funnel_definitions import router as funnel_definitions_router
 from api.analytics.funnels import router as funnels_router
 from api.analytics.journeys import router as journeys_router
 from api.analytics.overview import router as overview_router
+from api.analytics.products import router as products_router
 from api.analytics.revenue import router as revenue_router
 from api.analytics.search import router as search_router
 from api.analytics.site_events import router as site_events_router
@@ -108,7 +109,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         public_ingest_router, public_router, health_router, auth_router, sites_router, admin_router, tracking_router,
         funnel_definitions_router, funnels_router, cohorts_router, journeys_router, overview_router, site_events_router,
         sql_router, public_consent_router, consent_router, revenue_router, attribution_router,
-        categories_router, search_router,
+        categories_router, products_router, search_router,
     ):  # fmt: skip
         app.include_router(router, prefix=API_PREFIX)
     app.router.routes[:0] = hot_routes(API_PREFIX)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from decimal import Decimal
 
 from sqlalchemy import (
     JSON,
@@ -13,6 +14,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Numeric,
     String,
     Table,
     Text,
@@ -43,6 +45,31 @@ class UTCDateTime(TypeDecorator):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
+
+
+class ExactDecimal(TypeDecorator):
+    """An exact decimal amount: ``NUMERIC(24, 6)`` where the database has one; on SQLite, which would keep
+    a float, the decimal's text. Always answers a ``Decimal`` (trailing zeros removed)."""
+
+    impl = Numeric(24, 6)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect):
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(String(48))
+        return dialect.type_descriptor(Numeric(24, 6, asdecimal=True))
+
+    def process_bind_param(self, value: Decimal | str | None, dialect) -> Decimal | str | None:
+        if value is None:
+            return None
+        value = Decimal(value)
+        return format(value, "f") if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value, dialect) -> Decimal | None:
+        if value is None:
+            return None
+        exact = Decimal(str(value))
+        return exact.quantize(Decimal(1)) if exact == exact.to_integral() else exact.normalize()
 
 
 def _created_at() -> Column:
@@ -184,4 +211,56 @@ saved_queries = Table(
     _created_at(),
     Column("updated_at", UTCDateTime(), nullable=False),
     UniqueConstraint("site_id", "name", name="uq_saved_queries_site_id_name"),
+)
+
+# The product catalog of a site: products from feed imports and products seen in events and orders.
+# `product_id` is `product_id_for(site_id, product_item_code)` (deterministic); feed values win over
+# what events carry, which only fills what the feed left empty.
+products = Table(
+    "products",
+    metadata,
+    Column("site_id", String(36), ForeignKey("sites.id", ondelete="CASCADE"), primary_key=True),
+    Column("product_id", String(36), primary_key=True),
+    Column("product_item_code", String(255), nullable=False),
+    Column("name", String(500), nullable=True),
+    Column("price", ExactDecimal(), nullable=True),
+    Column("currency", String(3), nullable=False),
+    Column("categories", JSON, nullable=False),
+    Column("stock", Integer, nullable=True),
+    Column("url", String(2048), nullable=True),
+    Column("image", String(2048), nullable=True),
+    Column("in_feed", Boolean, nullable=False, default=False),
+    Column("feed_imported_at", UTCDateTime(), nullable=True),
+    Column("first_seen_at", UTCDateTime(), nullable=True),
+    Column("last_seen_at", UTCDateTime(), nullable=True),
+    _created_at(),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    UniqueConstraint("site_id", "product_item_code", name="uq_products_site_id_product_item_code"),
+)
+
+# One row per product-feed import: what it read, kept and refused (by reason, with an example each).
+product_feed_imports = Table(
+    "product_feed_imports",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("site_id", String(36), ForeignKey("sites.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column("source", String(16), nullable=False),
+    Column("format", String(8), nullable=False),
+    Column("file_name", String(500), nullable=True),
+    Column("rows_read", Integer, nullable=False),
+    Column("accepted", Integer, nullable=False),
+    Column("created_products", Integer, nullable=False),
+    Column("rejected", Integer, nullable=False),
+    Column("rejections", JSON, nullable=False),
+    Column("created_by", String(36), nullable=True),
+    _created_at(),
+)
+
+# How far the catalog has read the lake's product events and orders (by the time they were received).
+product_event_sync = Table(
+    "product_event_sync",
+    metadata,
+    Column("site_id", String(36), ForeignKey("sites.id", ondelete="CASCADE"), primary_key=True),
+    Column("received_until", UTCDateTime(), nullable=False),
+    Column("synced_at", UTCDateTime(), nullable=False),
 )

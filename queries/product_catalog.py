@@ -1,0 +1,73 @@
+"""Products seen in events and orders, merged into the site's catalog (the config store).
+
+The catalog reads the lake forward by receipt time: each run reads what arrived since the last one
+(less a margin, since late flushes may carry slightly older receipt times; merging is idempotent), so
+a product that first shows up in an event is in the catalog on the next read. Runs on the read side,
+before the catalog routes answer and when a `productId` is not in the catalog yet."""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import Engine as StoreEngine
+
+from queries import library
+from warehouse.catalog import products
+from warehouse.catalog.products import SeenProduct
+from warehouse.catalog.tables import products as products_table
+from warehouse.engine import Engine
+
+JOB_ID = "sync-seen-products"
+MARGIN = timedelta(minutes=5)
+BEGINNING = datetime(1970, 1, 1, tzinfo=UTC)
+_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+
+
+def _fits(value: Any, column: str) -> Any:
+    """Text longer than its catalog column is left out rather than cut (a cut URL would be wrong)."""
+    if value is None:
+        return None
+    limit = products_table.c[column].type.length
+    return value if len(value) <= limit else None
+
+
+def _seen(row: dict[str, Any]) -> SeenProduct:
+    price = row["price"] or {}
+    amount = price.get("amount")
+    return SeenProduct(
+        product_item_code=row["code"],
+        first_seen_at=row["first_seen_at"],
+        last_seen_at=row["last_seen_at"],
+        name=_fits(row["product_name"], "name"),
+        price=None if amount is None else Decimal(amount).normalize(),
+        currency=price.get("currency"),
+        category_path=(row["category_path"] or None) if len(row["category_path"] or "") <= 500 else None,
+        url=_fits(row["page"], "url"),
+        image=_fits(row["image"], "image"),
+    )
+
+
+def sync_seen_products(store: StoreEngine, engine: Engine, *, site: dict[str, Any]) -> int:
+    """Merge the site's product events and order lines received since the last run into its catalog.
+    Answers the number of products it added."""
+    with _locks[site["id"]]:
+        with store.connect() as conn:
+            until = products.received_until(conn, site_id=site["id"])
+        after = until - MARGIN if until else BEGINNING
+        rows = library.run(
+            engine, "product_seen", {"site_id": site["id"], "received_after": after}
+        ).to_pylist()
+        rows = [r for r in rows if len(r["code"]) <= products_table.c.product_item_code.type.length]
+        if not rows:
+            return 0
+        with store.begin() as conn:
+            created = products.upsert_seen(
+                conn, site_id=site["id"], site_currency=site["currency"], seen=[_seen(r) for r in rows]
+            )
+            newest = max(r["received_until"] for r in rows)
+            products.set_received_until(conn, site_id=site["id"], until=max(newest, until or newest))
+        return created

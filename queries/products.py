@@ -1,0 +1,528 @@
+"""Product analytics v2: one product's overview, dwell time and associations; top products per
+currency; tracking status; and the catalog as answered by the routes.
+
+Products are named by ``productId`` (``product_id_for(site, productItemCode)``); the lake names them by
+code, so a query binds the code of the product the caller named. Orders are the source of truth for
+sales and money: line revenue (quantity times unit price) per currency, never converted or summed
+across currencies. People are the linked user when a visitor was ever identified, else the visitor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any, Literal
+from zoneinfo import ZoneInfo
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from ingest.event_names import EVENT_FAMILIES
+from queries import library
+from queries.money import MoneyTotal, format_amount, money_total
+from warehouse.catalog.product_identity import product_id_for
+from warehouse.engine import Engine
+
+Source = Literal["purchase", "cart"]
+Mode = Literal["cart", "session", "all"]
+TopSort = Literal["revenue", "units", "orders"]
+PRODUCT_EVENTS = tuple(EVENT_FAMILIES["product"])
+MAX_DWELL_SECONDS = 1800
+
+
+class _Camel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+@dataclass(frozen=True)
+class ProductRange:
+    """Inclusive days of the site's time zone."""
+
+    site_id: str
+    start_date: date
+    end_date: date
+    timezone: str = "UTC"
+
+    def params(self) -> dict[str, Any]:
+        zone = ZoneInfo(self.timezone)
+        range_start = datetime.combine(self.start_date, time.min, zone)
+        range_end = datetime.combine(self.end_date + timedelta(days=1), time.min, zone)
+        return {
+            "site_id": self.site_id,
+            "range_start": range_start,
+            "range_end": range_end,
+            "scan_start": range_start.astimezone(UTC).date(),
+            "scan_end": (range_end - timedelta(microseconds=1)).astimezone(UTC).date(),
+        }
+
+
+class RangeOut(_Camel):
+    start_date: date
+    end_date: date
+    timezone: str
+
+
+def _range_out(query: ProductRange) -> RangeOut:
+    return RangeOut(start_date=query.start_date, end_date=query.end_date, timezone=query.timezone)
+
+
+def _rate(part: int, whole: int) -> float:
+    return round(part / whole, 6) if whole else 0.0
+
+
+def _round(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+# --- the catalog ------------------------------------------------------------------------------------
+
+
+class Product(_Camel):
+    product_id: str
+    product_item_code: str
+    name: str | None
+    price: str | None
+    currency: str
+    categories: list[str]
+    stock: int | None
+    url: str | None
+    image: str | None
+    in_feed: bool
+    seen_in_events: bool
+    first_seen_at: datetime | None
+    last_seen_at: datetime | None
+    updated_at: datetime
+
+
+def product_out(row: dict[str, Any]) -> Product:
+    """A stored catalog row as answered: the price formatted in the product's currency."""
+    price = row["price"]
+    return Product(
+        product_id=row["product_id"],
+        product_item_code=row["product_item_code"],
+        name=row["name"],
+        price=None if price is None else format_amount(price, row["currency"]),
+        currency=row["currency"],
+        categories=row["categories"] or [],
+        stock=row["stock"],
+        url=row["url"],
+        image=row["image"],
+        in_feed=row["in_feed"],
+        seen_in_events=row["last_seen_at"] is not None,
+        first_seen_at=row["first_seen_at"],
+        last_seen_at=row["last_seen_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+class ProductRef(_Camel):
+    product_id: str
+    product_item_code: str
+    name: str | None
+
+
+# --- overview ---------------------------------------------------------------------------------------
+
+
+class ProductRevenue(_Camel):
+    currency: str
+    revenue: str
+    orders: int
+    units: int
+
+
+class ProductOverview(_Camel):
+    product: Product
+    range: RangeOut
+    views: int
+    unique_viewers: int
+    add_to_carts: int
+    add_to_cart_people: int
+    purchases: int
+    units_sold: int
+    buyers: int
+    people: int
+    view_to_cart_rate: float
+    conversion_rate: float
+    revenue_by_currency: list[ProductRevenue]
+    revenue: MoneyTotal
+
+
+def product_overview(engine: Engine, query: ProductRange, *, product: dict[str, Any]) -> ProductOverview:
+    """Views (product_view events), unique viewers, add-to-carts and the people behind them, purchases
+    (sales holding the product), units and buyers; `viewToCartRate` and `conversionRate` are the shares
+    of viewers who added it to cart / bought it in the range; line revenue per currency."""
+    params = {**query.params(), "code": product["product_item_code"]}
+    counts = library.run(engine, "product_overview", params).to_pylist()[0]
+    revenue = library.run(engine, "product_revenue", params).to_pylist()
+    return ProductOverview(
+        product=product_out(product),
+        range=_range_out(query),
+        views=counts["views"],
+        unique_viewers=counts["viewers"],
+        add_to_carts=counts["add_to_carts"],
+        add_to_cart_people=counts["carters"],
+        purchases=counts["purchases"],
+        units_sold=int(counts["units"]),
+        buyers=counts["buyers"],
+        people=counts["people"],
+        view_to_cart_rate=_rate(counts["viewers_who_carted"], counts["viewers"]),
+        conversion_rate=_rate(counts["viewers_who_bought"], counts["viewers"]),
+        revenue_by_currency=[
+            ProductRevenue(
+                currency=r["currency"],
+                revenue=format_amount(r["revenue"], r["currency"]),
+                orders=r["orders"],
+                units=int(r["units"]),
+            )
+            for r in revenue
+        ],  # fmt: skip
+        revenue=money_total((r["currency"], r["revenue"]) for r in revenue),
+    )
+
+
+# --- dwell time -------------------------------------------------------------------------------------
+
+
+class DwellBucket(_Camel):
+    label: str
+    min_seconds: int
+    max_seconds: int | None
+    events: int
+
+
+class DwellDay(_Camel):
+    date: date
+    events: int
+    avg_seconds: float
+    median_seconds: float
+
+
+class ProductDwell(_Camel):
+    product: ProductRef
+    range: RangeOut
+    events: int
+    measured: int
+    without_duration: int
+    out_of_range: int
+    people: int
+    total_seconds: float
+    avg_seconds: float | None
+    median_seconds: float | None
+    p75_seconds: float | None
+    p90_seconds: float | None
+    max_seconds: float | None
+    distribution: list[DwellBucket]
+    daily: list[DwellDay]
+
+
+_BUCKETS = (("under_5", 0, 5), ("from_5", 5, 15), ("from_15", 15, 30), ("from_30", 30, 60),
+            ("from_60", 60, 180), ("from_180", 180, None))  # fmt: skip
+
+
+def _bucket_label(low: int, high: int | None) -> str:
+    return f"{low}s+" if high is None else f"{low}-{high}s"
+
+
+def product_dwell(engine: Engine, query: ProductRange, *, product: dict[str, Any]) -> ProductDwell:
+    """Seconds spent on the product from its product_dwell_time events: measured durations between 0 and
+    1800 s inclusive; events without a duration or outside that span are counted apart."""
+    params = {**query.params(), "code": product["product_item_code"], "max_seconds": MAX_DWELL_SECONDS}
+    row = library.run(engine, "product_dwell", params).to_pylist()[0]
+    daily = library.run(engine, "product_dwell_daily", {**params, "timezone": query.timezone}).to_pylist()
+    return ProductDwell(
+        product=ProductRef(product_id=product["product_id"], product_item_code=product["product_item_code"],
+                           name=product["name"]),
+        range=_range_out(query),
+        events=row["events"],
+        measured=row["measured"],
+        without_duration=row["without_duration"],
+        out_of_range=row["out_of_range"],
+        people=row["people"],
+        total_seconds=_round(row["total_seconds"]) or 0.0,
+        avg_seconds=_round(row["avg_seconds"]),
+        median_seconds=_round(row["median_seconds"]),
+        p75_seconds=_round(row["p75_seconds"]),
+        p90_seconds=_round(row["p90_seconds"]),
+        max_seconds=_round(row["max_seconds"]),
+        distribution=[DwellBucket(label=_bucket_label(low, high), min_seconds=low, max_seconds=high,
+                                  events=row[key]) for key, low, high in _BUCKETS],
+        daily=[DwellDay(date=d["day"], events=d["measured"], avg_seconds=_round(d["avg_seconds"]),
+                        median_seconds=_round(d["median_seconds"])) for d in daily],
+    )  # fmt: skip
+
+
+# --- associations -----------------------------------------------------------------------------------
+
+
+class Association(_Camel):
+    product_id: str
+    product_item_code: str
+    name: str | None
+    together: int
+    baskets_with_product: int
+    support: float
+    confidence: float
+    lift: float
+
+
+class ProductAssociations(_Camel):
+    product: ProductRef
+    source: Source
+    mode: Mode
+    range: RangeOut
+    baskets: int
+    product_baskets: int
+    product_support: float
+    related_products: int
+    associations: list[Association]
+
+
+@dataclass(frozen=True)
+class BasketCounts:
+    """What the SQL answers: N baskets, the baskets holding the product, and per other product (code,
+    baskets holding both, baskets holding it)."""
+
+    baskets: int
+    product_baskets: int
+    related_products: int
+    pairs: list[tuple[str, int, int]]
+
+
+def association_counts(
+    engine: Engine, query: ProductRange, *, code: str, source: Source, mode: Mode, limit: int
+) -> BasketCounts:
+    """Basket counts for one product: see ``product_associations.sql`` and ``product_baskets_*.sql``."""
+    text = (
+        f"WITH basket_lines AS MATERIALIZED (\n{library.sql(f'product_baskets_{source}_{mode}')}\n),\n"
+        + library.sql("product_associations")
+    )
+    cursor = engine.cursor()
+    try:
+        table: pa.Table = cursor.sql(
+            text, params={**query.params(), "code": code, "limit": limit}
+        ).to_arrow_table()
+    finally:
+        cursor.close()
+    rows = table.to_pylist()
+    head = rows[0]
+    pairs = [(r["code"], r["together"], r["code_baskets"]) for r in rows if r["code"] is not None]
+    return BasketCounts(head["baskets"], head["product_baskets"], head["related_products"], pairs)
+
+
+def association_rates(
+    together: int, product_baskets: int, other_baskets: int, baskets: int
+) -> tuple[float, float, float]:
+    """(support, confidence, lift) of A → B: support = |A∧B| / N, confidence = |A∧B| / |A|,
+    lift = confidence / (|B| / N) = |A∧B|·N / (|A|·|B|); all 0 when a denominator is 0."""
+    support = together / baskets if baskets else 0.0
+    confidence = together / product_baskets if product_baskets else 0.0
+    lift = (
+        together * baskets / (product_baskets * other_baskets) if product_baskets and other_baskets else 0.0
+    )
+    return round(support, 6), round(confidence, 6), round(lift, 6)
+
+
+def product_associations(
+    engine: Engine,
+    query: ProductRange,
+    *,
+    product: dict[str, Any],
+    source: Source,
+    mode: Mode,
+    limit: int,
+    names: dict[str, str | None],
+) -> ProductAssociations:
+    """Market-basket figures of the product against each product that shares a basket with it, most
+    frequent pairs first. ``names`` maps codes to catalog names (unknown codes have none)."""
+    counts = association_counts(
+        engine, query, code=product["product_item_code"], source=source, mode=mode, limit=limit
+    )
+    rows = []
+    for code, together, other in counts.pairs:
+        support, confidence, lift = association_rates(together, counts.product_baskets, other, counts.baskets)
+        rows.append(
+            Association(
+                product_id=str(product_id_for(query.site_id, code)),
+                product_item_code=code,
+                name=names.get(code),
+                together=together,
+                baskets_with_product=other,
+                support=support,
+                confidence=confidence,
+                lift=lift,
+            )  # fmt: skip
+        )
+    return ProductAssociations(
+        product=ProductRef(product_id=product["product_id"], product_item_code=product["product_item_code"],
+                           name=product["name"]),
+        source=source, mode=mode, range=_range_out(query), baskets=counts.baskets,
+        product_baskets=counts.product_baskets,
+        product_support=round(counts.product_baskets / counts.baskets, 6) if counts.baskets else 0.0,
+        related_products=counts.related_products, associations=rows,
+    )  # fmt: skip
+
+
+# --- top products -----------------------------------------------------------------------------------
+
+
+class TopProduct(_Camel):
+    rank: int
+    product_id: str
+    product_item_code: str
+    name: str | None
+    currency: str
+    revenue: str
+    orders: int
+    units: int
+    views: int
+    add_to_carts: int
+
+
+class TopProducts(_Camel):
+    range: RangeOut
+    sort_by: TopSort
+    currencies: list[str]
+    mixed_currency: bool
+    products: list[TopProduct]
+
+
+def top_sales(
+    engine: Engine, query: ProductRange, *, sort_by: TopSort, limit: int, currency: str | None
+) -> list[dict[str, Any]]:
+    """Raw rows of ``product_top.sql``: per currency, the best `limit` products by `sort_by`."""
+    params = {**query.params(), "sort_by": sort_by, "limit": limit, "currency": currency}
+    return library.run(engine, "product_top", params).to_pylist()
+
+
+def top_products(
+    engine: Engine,
+    query: ProductRange,
+    *,
+    sort_by: TopSort,
+    limit: int,
+    currency: str | None,
+    names: dict[str, str | None] | None = None,
+    rows: list[dict[str, Any]] | None = None,
+) -> TopProducts:
+    """Best-selling products ranked within each currency (never across); each row carries its currency."""
+    rows = top_sales(engine, query, sort_by=sort_by, limit=limit, currency=currency) if rows is None else rows
+    names = names or {}
+    currencies = sorted({r["currency"] for r in rows})
+    return TopProducts(
+        range=_range_out(query), sort_by=sort_by, currencies=currencies, mixed_currency=len(currencies) > 1,
+        products=[
+            TopProduct(
+                rank=r["rank"], product_id=str(product_id_for(query.site_id, r["code"])), product_item_code=r["code"],
+                name=names.get(r["code"]), currency=r["currency"], revenue=format_amount(r["revenue"], r["currency"]),
+                orders=r["orders"], units=int(r["units"]), views=r["views"], add_to_carts=r["add_to_carts"],
+            )
+            for r in rows
+        ],
+    )  # fmt: skip
+
+
+# --- tracking status --------------------------------------------------------------------------------
+
+
+class TrackedEvent(_Camel):
+    name: str
+    events: int
+    products: int
+    last_at: datetime | None
+    with_name: int
+    with_price: int
+    with_category: int
+
+
+class TrackingCheck(_Camel):
+    id: str
+    ok: bool
+    message: str
+
+
+class TrackedOrders(_Camel):
+    orders: int
+    lines: int
+    products: int
+    products_never_tracked: int
+
+
+class CatalogCounts(_Camel):
+    products: int
+    from_feed: int
+    seen_only_in_events: int
+    feed_products_seen: int
+
+
+class TrackingStatus(_Camel):
+    status: Literal["ok", "partial", "not_tracking"]
+    range: RangeOut
+    product_module_enabled: bool | None
+    events: list[TrackedEvent]
+    last_product_event_at: datetime | None
+    orders: TrackedOrders
+    catalog: CatalogCounts
+    checks: list[TrackingCheck]
+
+
+def _checks(
+    by_name: dict[str, TrackedEvent], orders: TrackedOrders, catalog: CatalogCounts
+) -> list[TrackingCheck]:
+    views = by_name["product_view"].events
+    carts = by_name["add_to_cart"].events
+    named = sum(e.with_name for e in by_name.values())
+    total = sum(e.events for e in by_name.values())
+    return [
+        TrackingCheck(id="product_views", ok=views > 0, message=(
+            f"{views} product_view events" if views else
+            "No product_view in the range: send product_view with metadata.productItemCode on product pages "
+            "(the value of their data-product-id attribute)")),
+        TrackingCheck(id="add_to_cart", ok=carts > 0, message=(
+            f"{carts} add_to_cart events" if carts else
+            "No add_to_cart in the range: send add_to_cart with metadata.productItemCode")),
+        TrackingCheck(id="dwell_time", ok=by_name["product_dwell_time"].events > 0, message=(
+            f"{by_name['product_dwell_time'].events} product_dwell_time events" if by_name["product_dwell_time"].events
+            else "No product_dwell_time in the range: dwell-time reports stay empty (metadata.dwellTimeSeconds)")),
+        TrackingCheck(id="product_names", ok=total > 0 and named == total, message=(
+            f"{named} of {total} product events carry metadata.name" if total else "No product events")),
+        TrackingCheck(id="orders_match_tracking", ok=orders.products_never_tracked == 0, message=(
+            f"{orders.products_never_tracked} of {orders.products} products sold were named by no product event"
+            if orders.products else "No sales in the range")),
+        TrackingCheck(id="catalog_feed", ok=catalog.from_feed > 0, message=(
+            f"{catalog.from_feed} products from feed imports" if catalog.from_feed else
+            "No product feed imported: names, prices and images come only from events and orders")),
+    ]  # fmt: skip
+
+
+def tracking_status(
+    engine: Engine, query: ProductRange, *, catalog: CatalogCounts, module_enabled: bool | None
+) -> TrackingStatus:
+    """Per product event name the events, products, last time and metadata coverage in the range; sales
+    whose products no product event named; the catalog's make-up; and checks with how to fix each.
+    `status`: `ok` with product_view and add_to_cart, `partial` with other product events only or one
+    of them, `not_tracking` with none."""
+    params = {**query.params(), "product_events": list(PRODUCT_EVENTS)}
+    found = {r["name"]: r for r in library.run(engine, "product_tracking", params).to_pylist()}
+    events = [
+        TrackedEvent(name=name, events=found.get(name, {}).get("events", 0), products=found.get(name, {}).get("products", 0),
+                     last_at=found.get(name, {}).get("last_at"), with_name=found.get(name, {}).get("with_name", 0),
+                     with_price=found.get(name, {}).get("with_price", 0),
+                     with_category=found.get(name, {}).get("with_category", 0))
+        for name in PRODUCT_EVENTS
+    ]  # fmt: skip
+    by_name = {e.name: e for e in events}
+    orders = TrackedOrders(**library.run(engine, "product_tracking_orders", params).to_pylist()[0])
+    if by_name["product_view"].events and by_name["add_to_cart"].events:
+        status = "ok"
+    elif any(e.events for e in events):
+        status = "partial"
+    else:
+        status = "not_tracking"
+    seen = [e.last_at for e in events if e.last_at is not None]
+    return TrackingStatus(
+        status=status, range=_range_out(query), product_module_enabled=module_enabled, events=events,
+        last_product_event_at=max(seen) if seen else None, orders=orders, catalog=catalog,
+        checks=_checks(by_name, orders, catalog),
+    )  # fmt: skip

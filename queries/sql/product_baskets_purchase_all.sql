@@ -1,0 +1,13 @@
+-- Baskets for source=purchase, mode=all: everything one person (the linked user, else the visitor)
+-- bought in the range, refunds apart.
+SELECT DISTINCT hash(person_id) AS basket, code
+FROM (
+    SELECT person_id, coalesce(nullif(item.product_item_code, ''), item.product_id) AS code, item.quantity
+    FROM (
+        SELECT person_id, unnest(items) AS item
+        FROM orders_people
+        WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
+            AND ts >= $range_start AND ts < $range_end AND NOT is_refund
+    )
+)
+WHERE quantity > 0 AND nullif(code, '') IS NOT NULL

@@ -1,0 +1,13 @@
+-- Baskets for source=purchase, mode=cart: every sale in the range (refunds apart) is a basket of the
+-- products on its lines (quantity above 0); a line without productItemCode is named by its productId.
+SELECT DISTINCT hash(order_id) AS basket, code
+FROM (
+    SELECT order_id, coalesce(nullif(item.product_item_code, ''), item.product_id) AS code, item.quantity
+    FROM (
+        SELECT order_id, unnest(items) AS item
+        FROM orders
+        WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
+            AND ts >= $range_start AND ts < $range_end AND NOT is_refund
+    )
+)
+WHERE quantity > 0 AND nullif(code, '') IS NOT NULL

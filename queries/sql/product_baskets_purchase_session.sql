@@ -1,0 +1,14 @@
+-- Baskets for source=purchase, mode=session: the products bought in the sales of one session (a
+-- visitor's session id) in the range, refunds apart.
+SELECT DISTINCT hash(visitor_id, session_id) AS basket, code
+FROM (
+    SELECT visitor_id, session_id, coalesce(nullif(item.product_item_code, ''), item.product_id) AS code,
+        item.quantity
+    FROM (
+        SELECT visitor_id, session_id, unnest(items) AS item
+        FROM orders
+        WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
+            AND ts >= $range_start AND ts < $range_end AND NOT is_refund
+    )
+)
+WHERE quantity > 0 AND nullif(code, '') IS NOT NULL

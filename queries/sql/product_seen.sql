@@ -1,0 +1,41 @@
+-- What the lake says about each product of a site, from product events and order lines received after
+-- $received_after: when it was first and last seen (event time), how far this read got (receipt time),
+-- and its newest non-empty name, price (with the currency of that event or order), category path, page
+-- and image. Events: metadata.name (or productName), .price, .categoryPath (or the event's category),
+-- .url (else the page of a product_view), .image (or imageUrl). Order lines (refunds apart): name, unit
+-- price, category path; a line without productItemCode is named by its productId.
+WITH observed AS (
+    SELECT product_item_code AS code, ts, received_at,
+        coalesce(json_extract_string(metadata, '$.name'), json_extract_string(metadata, '$.productName'))
+            AS product_name,
+        TRY_CAST(json_extract_string(metadata, '$.price') AS DECIMAL(24, 6)) AS price,
+        currency,
+        coalesce(category_path, json_extract_string(metadata, '$.categoryPath')) AS category_path,
+        coalesce(json_extract_string(metadata, '$.url'), CASE WHEN name = 'product_view' THEN url END)
+            AS page,
+        coalesce(json_extract_string(metadata, '$.image'), json_extract_string(metadata, '$.imageUrl'))
+            AS image
+    FROM events
+    WHERE site_id = $site_id AND received_at > $received_after AND product_item_code IS NOT NULL
+    UNION ALL
+    SELECT coalesce(nullif(item.product_item_code, ''), item.product_id) AS code, ts, received_at,
+        item.name AS product_name, item.price, currency, item.category_path, NULL AS page, NULL AS image
+    FROM (
+        SELECT ts, received_at, currency, unnest(items) AS item
+        FROM orders
+        WHERE site_id = $site_id AND received_at > $received_after AND NOT is_refund
+    )
+)
+SELECT code,
+    min(ts) AS first_seen_at,
+    max(ts) AS last_seen_at,
+    max(received_at) AS received_until,
+    arg_max(product_name, ts) FILTER (WHERE nullif(product_name, '') IS NOT NULL) AS product_name,
+    arg_max({'amount': price, 'currency': currency}, ts) FILTER (WHERE price >= 0) AS price,
+    arg_max(category_path, ts) FILTER (WHERE nullif(category_path, '') IS NOT NULL) AS category_path,
+    arg_max(page, ts) FILTER (WHERE nullif(page, '') IS NOT NULL) AS page,
+    arg_max(image, ts) FILTER (WHERE nullif(image, '') IS NOT NULL) AS image
+FROM observed
+WHERE nullif(code, '') IS NOT NULL
+GROUP BY code
+ORDER BY code

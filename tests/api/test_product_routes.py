@@ -1,0 +1,403 @@
+"""Product analytics v2 over HTTP: catalog and feed import, one product's overview, dwell time and
+associations (computed by hand), top products per currency, tracking status, productId rules, the
+removed v1 routes and tenancy."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.factories import Session
+from warehouse.catalog.product_identity import product_id_for
+
+DAY = {"startDate": "2024-03-01", "endDate": "2024-03-01"}
+
+
+def pid(site: dict, code: str) -> str:
+    return str(product_id_for(site["id"], code))
+
+
+def event(
+    event_name: str, visitor: str, session: str, clock: str, code: str | None = None, **metadata
+) -> dict:
+    if code is not None:
+        metadata = {"productItemCode": code, **metadata}
+    return {"name": event_name, "visitorId": visitor, "sessionId": session, "timestamp": f"2024-03-01T{clock}Z",
+            "metadata": metadata}  # fmt: skip
+
+
+def order(order_id: str, visitor: str, session: str, clock: str, currency: str, lines: list, **extra) -> dict:
+    items = [{"productItemCode": code, "quantity": quantity, "price": price, **more}
+             for code, quantity, price, *rest in lines for more in [rest[0] if rest else {}]]  # fmt: skip
+    total = sum(float(q) * float(p) for _, q, p, *_ in lines)
+    return {"orderId": order_id, "visitorId": visitor, "sessionId": session, "timestamp": f"2024-03-01T{clock}Z",
+            "currency": currency, "total": str(total), "items": items, **extra}  # fmt: skip
+
+
+# Sales: o1..o6 (o7 refunds o1). Carts: v5 adds A, B, buys (purchase event), adds A, C in session s6;
+# v6 adds B, C in s7; v7 adds A in s8. Views of A by v1, v5 and v6.
+ORDERS = [
+    order("o1", "v1", "s1", "09:10:00", "EUR", [("A", 2, "10.00", {"name": "Apple"}), ("B", 1, "5.00")]),
+    order("o2", "v2", "s2", "09:20:00", "USD", [("A", 1, "12.50"), ("B", 1, "6.00"), ("C", 1, "3.00")]),
+    order("o3", "v2", "s3", "09:30:00", "JPY", [("A", 1, "1500"), ("C", 1, "400")]),
+    order("o4", "v3", "s4", "09:40:00", "EUR", [("B", 1, "5.00")]),
+    order("o5", "v1", "s1", "09:50:00", "EUR", [("D", 1, "7.00", {"name": "Durian", "categoryPath": "Fruit"})]),
+    order("o6", "v4", "s5", "09:55:00", "EUR", [("B", 1, "5.00"), ("C", 1, "2.00")]),
+    order("o7", "v1", "s1", "10:30:00", "EUR", [("A", 1, "10.00"), ("D", 1, "7.00")], isRefund=True,
+          refundOf="o1"),
+]  # fmt: skip
+EVENTS = [
+    event("product_view", "v1", "s1", "09:00:00", "A", name="Apple"),
+    event("product_view", "v5", "s6", "09:59:00", "A", name="Apple"),
+    event("add_to_cart", "v5", "s6", "10:00:00", "A", name="Apple"),
+    event("add_to_cart", "v5", "s6", "10:01:00", "B", name="Banana"),
+    event("purchase", "v5", "s6", "10:02:00"),
+    event("add_to_cart", "v5", "s6", "10:03:00", "A"),
+    event("add_to_cart", "v5", "s6", "10:04:00", "C", name="Cherry"),
+    event("product_view", "v6", "s7", "10:30:00", "A", name="Apple"),
+    event("add_to_cart", "v6", "s7", "11:00:00", "B"),
+    event("add_to_cart", "v6", "s7", "11:01:00", "C"),
+    event("add_to_cart", "v7", "s8", "12:00:00", "A"),
+    event("product_dwell_time", "v5", "s6", "09:59:30", "A", dwellTimeSeconds=12),
+    event("product_dwell_time", "v6", "s7", "10:31:00", "A", dwellTimeSeconds=40.5),
+    event("product_dwell_time", "v6", "s7", "10:32:00", "A", dwellTimeMs=3000),
+    event("product_dwell_time", "v1", "s1", "09:01:00", "A", dwellTimeSeconds=7200),
+    event("product_dwell_time", "v1", "s1", "09:02:00", "A"),
+]
+
+
+def shop(app, owner: Session, **fields) -> dict:
+    site = owner.make_site(timezone="UTC", **fields)
+    response = owner.post("/analytics/track/batch", json={"siteId": site["id"], "events": EVENTS})
+    assert response.status_code == 200 and response.json()["rejected"] == [], response.text
+    for body in ORDERS:
+        response = owner.post("/analytics/track/order", json={"siteId": site["id"], **body})
+        assert response.status_code == 201, response.text
+    app.state.ingest.flush()
+    return site
+
+
+def associations(owner: Session, site: dict, **params) -> dict:
+    response = owner.get(f"/analytics/product/{site['id']}/associations",
+                         params={**DAY, "productId": pid(site, "A"), **params})  # fmt: skip
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def figures(body: dict) -> list[tuple]:
+    return [(a["productItemCode"], a["together"], a["basketsWithProduct"], a["support"], a["confidence"], a["lift"])
+            for a in body["associations"]]  # fmt: skip
+
+
+def test_associations_by_hand_for_every_source_and_mode(app, owner):
+    site = shop(app, owner)
+    # Orders o1..o6 (o7 is a refund): {A,B} {A,B,C} {A,C} {B} {D} {B,C}. N=6, |A|=3.
+    # C: |C|=3, |A∧C|=2 → support 2/6, confidence 2/3, lift 2·6/(3·3). B: |B|=4, |A∧B|=2 → lift 2·6/(3·4).
+    body = associations(owner, site, source="purchase")
+    assert (body["mode"], body["baskets"], body["productBaskets"], body["productSupport"]) == (
+        "cart",
+        6,
+        3,
+        0.5,
+    )
+    assert body["relatedProducts"] == 2
+    assert figures(body) == [("C", 2, 3, 0.333333, 0.666667, 1.333333), ("B", 2, 4, 0.333333, 0.666667, 1.0)]
+    assert body["associations"][0]["productId"] == pid(site, "C")
+    assert body["product"] == {"productId": pid(site, "A"), "productItemCode": "A", "name": "Apple"}
+
+    # Sessions: s1 {A,B,D} (o1, o5), s2 {A,B,C}, s3 {A,C}, s4 {B}, s5 {B,C}. N=5, |A|=3.
+    body = associations(owner, site, source="purchase", mode="session")
+    assert (body["baskets"], body["productBaskets"]) == (5, 3)
+    assert figures(body) == [
+        ("C", 2, 3, 0.4, 0.666667, 1.111111), ("B", 2, 4, 0.4, 0.666667, 0.833333),
+        ("D", 1, 1, 0.2, 0.333333, 1.666667),
+    ]  # fmt: skip
+
+    # People: v1 {A,B,D}, v2 {A,B,C}, v3 {B}, v4 {B,C}. N=4, |A|=2.
+    body = associations(owner, site, source="purchase", mode="all")
+    assert (body["baskets"], body["productBaskets"]) == (4, 2)
+    assert figures(body) == [
+        ("B", 2, 4, 0.5, 1.0, 1.0),
+        ("D", 1, 1, 0.25, 0.5, 2.0),
+        ("C", 1, 2, 0.25, 0.5, 1.0),
+    ]
+
+    # Carts: the purchase event closes v5's first cart: {A,B} {A,C} (s6), {B,C} (s7), {A} (s8). N=4, |A|=3.
+    body = associations(owner, site, source="cart")
+    assert (body["baskets"], body["productBaskets"]) == (4, 3)
+    assert figures(body) == [("B", 1, 2, 0.25, 0.333333, 0.666667), ("C", 1, 2, 0.25, 0.333333, 0.666667)]
+    assert [a["name"] for a in body["associations"]] == ["Banana", "Cherry"]
+
+    # Sessions of carts: s6 {A,B,C}, s7 {B,C}, s8 {A}. N=3, |A|=2.
+    body = associations(owner, site, source="cart", mode="session")
+    assert (body["baskets"], body["productBaskets"]) == (3, 2)
+    assert figures(body) == [("B", 1, 2, 0.333333, 0.5, 0.75), ("C", 1, 2, 0.333333, 0.5, 0.75)]
+
+    assert figures(associations(owner, site, source="purchase", limit=1)) == [
+        ("C", 2, 3, 0.333333, 0.666667, 1.333333)
+    ]
+    # Another day has no baskets at all.
+    empty = associations(owner, site, source="purchase", startDate="2024-03-02", endDate="2024-03-02")
+    assert (empty["baskets"], empty["productBaskets"], empty["associations"]) == (0, 0, [])
+
+
+def test_association_parameters_are_validated(app, owner):
+    site = owner.make_site()
+    base = f"/analytics/product/{site['id']}/associations"
+    missing = owner.get(base, params={"productId": pid(site, "A")})
+    assert missing.status_code == 400 and missing.json()["error"]["details"][0]["field"] == "query.source"
+    wrong = owner.get(base, params={"productId": pid(site, "A"), "source": "purchase", "mode": "basket"})
+    assert wrong.status_code == 400 and wrong.json()["error"]["code"] == "VALIDATION_FAILED"
+    unknown = owner.get(base, params={"productId": pid(site, "nothing"), "source": "cart"})
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "PRODUCT_NOT_FOUND"
+
+
+def test_product_overview_counts_views_carts_sales_and_revenue_per_currency(app, owner):
+    site = shop(app, owner)
+    response = owner.get(
+        f"/analytics/product/{site['id']}/overview", params={**DAY, "productId": pid(site, "A")}
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert {k: v for k, v in body.items() if k not in ("product", "range")} == {
+        "views": 3, "uniqueViewers": 3, "addToCarts": 3, "addToCartPeople": 2, "purchases": 3, "unitsSold": 4,
+        "buyers": 2, "people": 5, "viewToCartRate": 0.333333, "conversionRate": 0.333333,
+        "revenueByCurrency": [
+            {"currency": "EUR", "revenue": "20.00", "orders": 1, "units": 2},
+            {"currency": "JPY", "revenue": "1500", "orders": 1, "units": 1},
+            {"currency": "USD", "revenue": "12.50", "orders": 1, "units": 1},
+        ],
+        "revenue": {"amount": None, "currency": None, "mixed": True},
+    }  # fmt: skip
+    assert body["range"] == {"startDate": "2024-03-01", "endDate": "2024-03-01", "timezone": "UTC"}
+    # The catalog learnt A from events and orders: the newest sale line (o3, JPY) gives its price.
+    assert {k: body["product"][k] for k in ("productId", "name", "price", "currency", "inFeed", "seenInEvents")} == {
+        "productId": pid(site, "A"), "name": "Apple", "price": "1500", "currency": "JPY", "inFeed": False,
+        "seenInEvents": True,
+    }  # fmt: skip
+
+
+def test_dwell_time_reads_seconds_and_milliseconds_and_counts_the_rest_apart(app, owner):
+    site = shop(app, owner)
+    response = owner.get(
+        f"/analytics/product/{site['id']}/dwell-time", params={**DAY, "productId": pid(site, "A")}
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    # Measured: 12, 40.5 and 3 (3000 ms); 7200 s is out of range, one event has no duration.
+    assert {k: v for k, v in body.items() if k not in ("product", "range", "distribution", "daily")} == {
+        "events": 5, "measured": 3, "withoutDuration": 1, "outOfRange": 1, "people": 2, "totalSeconds": 55.5,
+        "avgSeconds": 18.5, "medianSeconds": 12.0, "p75Seconds": 26.25, "p90Seconds": 34.8, "maxSeconds": 40.5,
+    }  # fmt: skip
+    assert [(b["label"], b["events"]) for b in body["distribution"]] == [
+        ("0-5s", 1), ("5-15s", 1), ("15-30s", 0), ("30-60s", 1), ("60-180s", 0), ("180s+", 0)
+    ]  # fmt: skip
+    assert body["daily"] == [{"date": "2024-03-01", "events": 3, "avgSeconds": 18.5, "medianSeconds": 12.0}]
+
+
+def test_top_products_rank_within_each_currency_and_every_row_carries_it(app, owner):
+    site = shop(app, owner)
+    response = owner.get(f"/analytics/product/{site['id']}/top", params={**DAY, "limit": 2})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["sortBy"], body["currencies"], body["mixedCurrency"]) == (
+        "revenue",
+        ["EUR", "JPY", "USD"],
+        True,
+    )
+    assert [(p["currency"], p["rank"], p["productItemCode"], p["revenue"], p["orders"], p["units"], p["views"],
+             p["addToCarts"]) for p in body["products"]] == [
+        ("EUR", 1, "A", "20.00", 1, 2, 3, 3), ("EUR", 2, "B", "15.00", 3, 3, 0, 2),
+        ("JPY", 1, "A", "1500", 1, 1, 3, 3), ("JPY", 2, "C", "400", 1, 1, 0, 2),
+        ("USD", 1, "A", "12.50", 1, 1, 3, 3), ("USD", 2, "B", "6.00", 1, 1, 0, 2),
+    ]  # fmt: skip
+    assert body["products"][0]["productId"] == pid(site, "A") and body["products"][0]["name"] == "Apple"
+    by_orders = owner.get(f"/analytics/product/{site['id']}/top",
+                          params={**DAY, "sortBy": "orders", "currency": "eur"}).json()  # fmt: skip
+    assert [(p["productItemCode"], p["orders"]) for p in by_orders["products"]] == [
+        ("B", 3), ("A", 1), ("C", 1), ("D", 1)
+    ]  # fmt: skip
+    assert by_orders["mixedCurrency"] is False
+    bad = owner.get(f"/analytics/product/{site['id']}/top", params={"currency": "EUX"})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "CURRENCY_NOT_ISO4217"
+
+
+def test_tracking_status_reports_events_orders_and_what_to_fix(app, owner):
+    site = shop(app, owner)
+    response = owner.get(f"/analytics/product/{site['id']}/tracking-status", params=DAY)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["status"] == "ok"
+    events = {e["name"]: (e["events"], e["products"], e["withName"]) for e in body["events"]}
+    assert events == {
+        "product_impression": (0, 0, 0), "product_click": (0, 0, 0), "product_view": (3, 1, 3),
+        "product_dwell_time": (5, 1, 0), "add_to_cart": (7, 3, 3), "wishlist": (0, 0, 0),
+    }  # fmt: skip
+    assert body["lastProductEventAt"] == "2024-03-01T12:00:00Z"
+    # D was sold but no product event named it.
+    assert body["orders"] == {"orders": 6, "lines": 11, "products": 4, "productsNeverTracked": 1}
+    assert body["catalog"] == {"products": 4, "fromFeed": 0, "seenOnlyInEvents": 4, "feedProductsSeen": 0}
+    checks = {c["id"]: c["ok"] for c in body["checks"]}
+    assert checks == {"product_views": True, "add_to_cart": True, "dwell_time": True, "product_names": False,
+                      "orders_match_tracking": False, "catalog_feed": False}  # fmt: skip
+    quiet = owner.get(f"/analytics/product/{site['id']}/tracking-status",
+                      params={"startDate": "2024-03-02", "endDate": "2024-03-02"}).json()  # fmt: skip
+    assert quiet["status"] == "not_tracking" and quiet["lastProductEventAt"] is None
+
+
+FEED_CSV = """sku,title,price,currency,categories,stock,link,image_link
+A1,Blue mug,12.50,,Home > Kitchen|Gifts,3,https://shop.example.com/a1,https://cdn.example.com/a1.jpg
+A2,Red mug,9.99 USD,,,0,/p/a2,
+A3,No price,,,,,,
+,Missing code,1.00,,,,,
+A4,Bad price,abc,,,,,
+A5,Bad currency,1.00,EURO,,,,
+A6,Bad stock,1.00,,,-2,,
+A1,Duplicate,1.00,,,,,
+A7,Yen,1200,JPY,,,,
+"""
+
+
+def post_feed(owner: Session, site: dict, body: str, content_type: str, **params):
+    return owner.post(f"/analytics/product/{site['id']}/feed", content=body.encode(),
+                      headers={"Content-Type": content_type}, params=params)  # fmt: skip
+
+
+def test_feed_import_keeps_good_rows_refuses_bad_ones_and_fills_the_site_currency(app, owner):
+    site = owner.make_site(currency="GBP", timezone="UTC")
+    response = post_feed(owner, site, FEED_CSV, "text/csv")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert {k: body[k] for k in ("format", "rowsRead", "accepted", "created", "updated", "rejected")} == {
+        "format": "csv", "rowsRead": 9, "accepted": 4, "created": 4, "updated": 0, "rejected": 5,
+    }  # fmt: skip
+    assert [(r["row"], r["code"]) for r in body["rejections"]] == [
+        (5, "MISSING_PRODUCT_CODE"), (6, "INVALID_PRICE"), (7, "CURRENCY_NOT_ISO4217"), (8, "INVALID_STOCK"),
+        (9, "DUPLICATE_PRODUCT_CODE"),
+    ]  # fmt: skip
+    assert body["rejections"][4]["reason"] == "productItemCode 'A1' was already given in row 2"
+
+    catalog = owner.get(f"/analytics/product/{site['id']}/catalog").json()
+    assert (catalog["total"], catalog["totalPages"]) == (4, 1)
+    assert [(p["productItemCode"], p["name"], p["price"], p["currency"]) for p in catalog["products"]] == [
+        ("A1", "Blue mug", "12.50", "GBP"), ("A3", "No price", None, "GBP"), ("A2", "Red mug", "9.99", "USD"),
+        ("A7", "Yen", "1200", "JPY"),
+    ]  # fmt: skip
+    first = catalog["products"][0]
+    assert {k: first[k] for k in ("productId", "categories", "stock", "url", "image", "inFeed", "seenInEvents")} == {
+        "productId": pid(site, "A1"), "categories": ["Home > Kitchen", "Gifts"], "stock": 3,
+        "url": "https://shop.example.com/a1", "image": "https://cdn.example.com/a1.jpg", "inFeed": True,
+        "seenInEvents": False,
+    }  # fmt: skip
+
+    # A JSON feed updates the fields it gives; the others stay.
+    update = post_feed(owner, site, '[{"productItemCode": "A3", "price": 4}]', "application/json").json()
+    assert (update["accepted"], update["created"], update["updated"], update["rejected"]) == (1, 0, 1, 0)
+    a3 = owner.get(f"/analytics/product/{site['id']}/catalog", params={"search": "a3"}).json()["products"]
+    assert [(p["name"], p["price"], p["currency"]) for p in a3] == [("No price", "4.00", "GBP")]
+
+    # Events: a feed product keeps the feed's name; a product only seen in events joins the catalog.
+    events = [event("product_view", "v1", "s1", "09:00:00", "A1", name="Event name"),
+              event("product_view", "v1", "s1", "09:01:00", "Z9", name="Zebra mug", price=3.5)]  # fmt: skip
+    assert (
+        owner.post("/analytics/track/batch", json={"siteId": site["id"], "events": events}).status_code == 200
+    )
+    app.state.ingest.flush()
+    summary = owner.get(f"/analytics/product/{site['id']}/feeds-summary").json()
+    assert {k: v for k, v in summary.items() if k != "lastImport"} == {
+        "products": 5, "fromFeed": 4, "seenOnlyInEvents": 1, "feedProductsSeenInEvents": 1, "imports": 2,
+        "rejectedRowsTotal": 5,
+    }  # fmt: skip
+    last = summary["lastImport"]
+    assert (last["source"], last["format"], last["rowsRead"], last["accepted"], last["rejected"]) == (
+        "api", "json", 1, 1, 0
+    )  # fmt: skip
+    mugs = owner.get(f"/analytics/product/{site['id']}/catalog", params={"search": "MUG"}).json()["products"]
+    assert [(p["productItemCode"], p["name"], p["price"], p["currency"], p["inFeed"]) for p in mugs] == [
+        ("A1", "Blue mug", "12.50", "GBP", True), ("A2", "Red mug", "9.99", "USD", True),
+        ("Z9", "Zebra mug", "3.50", "GBP", False),
+    ]  # fmt: skip
+
+
+def test_catalog_search_and_paging(app, owner):
+    site = owner.make_site(currency="EUR")
+    rows = "\n".join(f"P{n:02d},Item {n:02d},{n}.5" for n in range(1, 24))
+    assert post_feed(owner, site, "code,name,price\n" + rows, "text/csv").json()["accepted"] == 23
+    page = owner.get(f"/analytics/product/{site['id']}/catalog", params={"page": 3, "limit": 10}).json()
+    assert (page["total"], page["page"], page["limit"], page["totalPages"]) == (23, 3, 10, 3)
+    assert [(p["productItemCode"], p["price"]) for p in page["products"]] == [
+        ("P21", "21.50"), ("P22", "22.50"), ("P23", "23.50")
+    ]  # fmt: skip
+    found = owner.get(f"/analytics/product/{site['id']}/catalog", params={"search": "item 1"}).json()
+    assert [p["productItemCode"] for p in found["products"]] == [f"P{n}" for n in range(10, 20)]
+    # Percent and underscore are matched literally.
+    assert owner.get(f"/analytics/product/{site['id']}/catalog", params={"search": "%"}).json()["total"] == 0
+    beyond = owner.get(f"/analytics/product/{site['id']}/catalog", params={"page": 9}).json()
+    assert (beyond["products"], beyond["total"]) == ([], 23)
+    assert owner.get(f"/analytics/product/{site['id']}/catalog", params={"limit": 101}).status_code == 400
+
+
+def test_unreadable_feeds_answer_400_and_store_nothing(app, owner):
+    site = owner.make_site()
+    assert post_feed(owner, site, "[1, 2", "application/json").json()["error"]["code"] == "FEED_UNREADABLE"
+    assert post_feed(owner, site, "", "text/csv").json()["error"]["code"] == "FEED_EMPTY"
+    assert post_feed(owner, site, "code\nA", "text/plain").json()["error"]["code"] == "FEED_FORMAT_UNKNOWN"
+    rows = post_feed(
+        owner, site, '{"productItemCode": "A"}\n[]\nnot json', "text/plain", format="jsonl"
+    ).json()
+    assert (rows["accepted"], rows["rejectedByCode"]) == (1, {"ROW_NOT_OBJECT": 2})
+    summary = owner.get(f"/analytics/product/{site['id']}/feeds-summary").json()
+    assert (summary["imports"], summary["products"], summary["rejectedRowsTotal"]) == (1, 1, 2)
+
+
+def test_product_queries_refuse_product_item_code_naming_the_fix(app, owner):
+    site = owner.make_site()
+    for route in ("overview", "dwell-time", "associations"):
+        response = owner.get(f"/analytics/product/{site['id']}/{route}",
+                             params={"productItemCode": "SKU-1", "source": "cart"})  # fmt: skip
+        assert response.status_code == 400, response.text
+        error = response.json()["error"]
+        assert error["code"] == "PRODUCT_ID_REQUIRED"
+        assert f"productId={pid(site, 'SKU-1')}" in error["message"]
+        assert error["details"] == {"field": "productItemCode", "productId": pid(site, "SKU-1")}
+    not_uuid = owner.get(f"/analytics/product/{site['id']}/overview", params={"productId": "SKU-1"})
+    assert not_uuid.status_code == 400
+    assert not_uuid.json()["error"]["details"]["productId"] == pid(site, "SKU-1")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/analytics/product/{site}/top-revenue",
+        "/analytics/product/{site}/bought-together",
+        "/analytics/product/{site}/added-to-cart-together",
+        "/analytics/sites/{site}/products",
+    ],
+)
+def test_removed_v1_routes_answer_404(app, owner, path):
+    site = owner.make_site()
+    response = owner.get(path.format(site=site["id"]), params={"productId": pid(site, "A")})
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "ROUTE_REMOVED"
+    assert path.format(site="{siteId}") not in owner.client.get("/openapi.json").json()["paths"]
+
+
+def test_another_organisation_gets_403_and_writing_a_feed_needs_sites_write(app, owner, outsider, store):
+    site = owner.make_site()
+    for route in ("catalog", "feeds-summary", "top", "tracking-status"):
+        response = outsider.get(f"/analytics/product/{site['id']}/{route}")
+        assert response.status_code == 403, route
+    for route in ("overview", "dwell-time"):
+        assert outsider.get(f"/analytics/product/{site['id']}/{route}",
+                            params={"productId": pid(site, "A")}).status_code == 403  # fmt: skip
+    # The organisation check comes before the productItemCode rule.
+    assert outsider.get(f"/analytics/product/{site['id']}/overview",
+                        params={"productItemCode": "A"}).status_code == 403  # fmt: skip
+    assert post_feed(outsider, site, "code\nA", "text/csv").status_code == 403
+    from tests.factories import make_user
+
+    analyst = Session(
+        owner.client, make_user(store, role="analyst", organization_id=owner.user["organization_id"])
+    )
+    assert analyst.get(f"/analytics/product/{site['id']}/catalog").status_code == 200
+    refused = post_feed(analyst, site, "code\nA", "text/csv")
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "PERMISSION_DENIED"
