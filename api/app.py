@@ -15,6 +15,7 @@ from api.analytics.attribution import router as attribution_router
 from api.analytics.categories import router as categories_router
 from api.analytics.cohorts import router as cohorts_router
 from api.analytics.consent import router as consent_router
+from api.analytics.correlations import router as correlations_router
 from api.analytics.funnel_definitions import router as funnel_definitions_router
 from api.analytics.funnels import router as funnels_router
 from api.analytics.journeys import router as journeys_router
@@ -109,7 +110,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         public_ingest_router, public_router, health_router, auth_router, sites_router, admin_router, tracking_router,
         funnel_definitions_router, funnels_router, cohorts_router, journeys_router, overview_router, site_events_router,
         sql_router, public_consent_router, consent_router, revenue_router, attribution_router,
-        categories_router, products_router, search_router,
+        categories_router, products_router, search_router, correlations_router,
     ):  # fmt: skip
         app.include_router(router, prefix=API_PREFIX)
     app.router.routes[:0] = hot_routes(API_PREFIX)
