@@ -6,7 +6,7 @@ Parquet files. Counts must match (a parity check is printed); ratios are ours / 
 
     .venv/bin/pip install -e '.[bench]'
     .venv/bin/python bench/queries_bench.py [--events 10000000] [--days 28] [--visitors EVENTS/20]
-        [--lake DIR] [--runs 3] [--skip funnel,cohort,journeys,overview,polars,chdb]
+        [--lake DIR] [--runs 3] [--skip funnel,cohort,journeys,overview,categories,polars,chdb]
 
 Events are written a million at a time (never all in memory) and compacted. ``--lake DIR`` keeps the
 lake in DIR and reuses it when it already holds events. Every figure is the median of ``--runs``
@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.compaction_bench import SITE, STEPS, make_file  # noqa: E402
+from queries.categories import CategoryQuery, category_conversion  # noqa: E402
 from queries.cohort import CohortQuery, cohort_report  # noqa: E402
 from queries.funnel import FunnelQuery, funnel  # noqa: E402
 from queries.journeys import JourneyRange, journey_stats  # noqa: E402
@@ -259,7 +260,9 @@ def main() -> None:
     parser.add_argument("--lake", type=Path, help="keep the lake here; reuse it when it holds events")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
-        "--skip", default="", help="comma-separated: funnel, cohort, journeys, overview, polars, chdb"
+        "--skip",
+        default="",
+        help="comma-separated: funnel, cohort, journeys, overview, categories, polars, chdb",
     )
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -330,6 +333,15 @@ def main() -> None:
         load = _load()
         figures, _ = measure(lambda: overview(engine, Scope((SITE,), FIRST, last)), args.runs)
         report["overview"] = {**figures, "machine": load}
+    if "categories" not in skip:
+        # Category conversion over every category: product events and order lines of the whole range
+        # (the generated events name no category, so they all count under `unknown`).
+        load = _load()
+        category_query = CategoryQuery(site_id=SITE, start_date=FIRST, end_date=last)
+        figures, result = measure(lambda: category_conversion(engine, category_query), args.runs)
+        report["categoryConversion"] = {**figures, "viewers": result.metrics.viewers,
+                                        "productViewers": result.metrics.product_viewers,
+                                        "orders": result.metrics.orders, "machine": load}  # fmt: skip
     print(json.dumps(report, indent=2))
 
 
