@@ -20,12 +20,13 @@ import pyarrow.parquet as pq
 import structlog
 
 from ingest.dedupe import RecentKeys, key_hash
-from ingest.log import DurableLog
+from ingest.log import DurableLog, Memo, Position
 from warehouse.lake import Lake, LakeTable
 
 log = structlog.get_logger("aisle.flusher")
 
-# Event batches are logged as one line each: {"h": <columns every event shares>, "r": [<rows>]}.
+# Event batches are logged as one line each: {"h": <columns every event shares>, "c": {<column>: [values]}}
+# (logs of earlier versions: "r": [<row objects>] instead of "c").
 SHARED_EVENT_COLUMNS = ("site_id", "received_at", "channel", "client_platform", "client_version")
 BATCH_LINE_START = b'{"h":'
 
@@ -48,6 +49,7 @@ class Flusher:
         stored: RecentKeys,
         interval_seconds: float = 1.0,
         max_bytes: int = 64 * 1024 * 1024,
+        max_rows: int = 1_000_000,
         claimed_at_accept: bool = False,
     ) -> None:
         self.table = table
@@ -56,6 +58,7 @@ class Flusher:
         self.stored = stored
         self.interval_seconds = interval_seconds
         self.max_bytes = max_bytes
+        self.max_rows = max_rows
         self.claimed_at_accept = claimed_at_accept
         # What the log held when this process opened it: written by an earlier process, so its keys
         # were never claimed here and must be checked against the lake.
@@ -65,7 +68,11 @@ class Flusher:
         shared = [
             self._wire_schema.field(name) for name in SHARED_EVENT_COLUMNS if name in self._wire_schema.names
         ]
-        self._batch_schema = pa.schema([("h", pa.struct(shared)), ("r", pa.list_(pa.struct(rows)))])
+        self._batch_schema = pa.schema([
+            ("h", pa.struct(shared)),
+            ("c", pa.struct([(f.name, pa.list_(f.type)) for f in rows])),
+            ("r", pa.list_(pa.struct(rows))),
+        ])  # fmt: skip
         self.lock = threading.Lock()  # held while writing to the lake; compaction swaps under it too
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -89,16 +96,66 @@ class Flusher:
             while True:
                 start = self.log.checkpoint()
                 replaying = start < self._replay_end
+                memos = [] if replaying else self._memos_from(start)
+                if memos:
+                    wire = self.memo_table(memos)
+                    written += self._store(wire, check_keys=not self.claimed_at_accept)
+                    self._advance(memos[-1].end)
+                    continue
+                # Lines without a memo are read back: an earlier process's, or memos dropped while
+                # this flusher was behind; reading stops where the next memo takes over.
+                ahead = self.log.memos[0].start if self.log.memos and not replaying else None
                 data, end = self.log.read(
-                    start, max_bytes=self.max_bytes, until=self._replay_end if replaying else None
+                    start, max_bytes=self.max_bytes, until=self._replay_end if replaying else ahead
                 )
                 if not data:
                     if end != start:
                         self.log.save_checkpoint(end)
                         continue
                     return written
-                written += self._write(data, check_keys=replaying or not self.claimed_at_accept)
-                self.log.save_checkpoint(end)
+                written += self._store(self.decode(data), check_keys=replaying or not self.claimed_at_accept)
+                self._advance(end)
+
+    def _advance(self, end: Position) -> None:
+        try:
+            self.log.save_checkpoint(end)
+        except BaseException:
+            # The rows are in the lake but the checkpoint did not move: the next flush reads them
+            # again, and must check them against what was stored, as a replay does.
+            self._replay_end = max(self._replay_end, end)
+            raise
+
+    def _memos_from(self, start: Position) -> list[Memo]:
+        """The memos of the lines from ``start`` on, contiguous, up to about ``max_rows`` rows."""
+        memos = self.log.memos
+        taken: list[Memo] = []
+        position, rows = start, 0
+        while memos and rows < self.max_rows:
+            memo = memos[0]
+            if memo.end <= position:  # already stored, read back from the file
+                memos.popleft()
+                continue
+            if memo.start != position:
+                break
+            taken.append(memos.popleft())
+            position = memo.end
+            rows += len(memo.value[1])
+        return taken
+
+    def memo_table(self, memos: list[Memo]) -> pa.Table:
+        """Wire-typed rows from memos of batch lines (``(shared columns, columns)``, as logged)."""
+        sizes = [len(memo.value[1]["event_id"]) for memo in memos]
+        columns = {}
+        for field in self._wire_schema:
+            values: list = []
+            if field.name in SHARED_EVENT_COLUMNS:
+                for memo, n in zip(memos, sizes, strict=True):
+                    values += [memo.value[0][field.name]] * n
+            else:
+                for memo in memos:
+                    values += memo.value[1][field.name]
+            columns[field.name] = pa.array(values, type=field.type)
+        return pa.table(columns, schema=self._wire_schema)
 
     def decode(self, data: bytes) -> pa.Table:
         """Log lines to wire-typed rows: batch lines (shared columns once) and single-row lines."""
@@ -113,20 +170,34 @@ class Flusher:
 
     def _flatten_batches(self, lines: pa.Table) -> pa.Table:
         lines = lines.filter(pc.is_valid(lines["h"]))
-        batches = lines["r"].combine_chunks()
-        parents = pc.list_parent_indices(batches)
-        rows = pc.list_flatten(batches)
+        columnar = pc.is_valid(lines["c"])
+        parts = []
+        if pc.any(columnar).as_py():
+            parts.append(self._flatten(lines.filter(columnar), "c"))
+        if not pc.all(columnar).as_py():
+            parts.append(self._flatten(lines.filter(pc.invert(columnar)), "r"))
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+    def _flatten(self, lines: pa.Table, layout: str) -> pa.Table:
+        """Batch lines to rows: ``c`` lines hold a list per column, older ``r`` lines a list of rows."""
+        body = lines[layout].combine_chunks()
         shared = lines["h"].combine_chunks()
+        if layout == "c":
+            parents = pc.list_parent_indices(body.field("event_id"))
+            row_column = lambda name: pc.list_flatten(body.field(name))  # noqa: E731
+        else:
+            parents = pc.list_parent_indices(body)
+            rows = pc.list_flatten(body)
+            row_column = rows.field
         columns = {}
         for field in self._wire_schema:
             if field.name in SHARED_EVENT_COLUMNS:
                 columns[field.name] = shared.field(field.name).take(parents)
             else:
-                columns[field.name] = rows.field(field.name)
+                columns[field.name] = row_column(field.name)
         return pa.table(columns, schema=self._wire_schema)
 
-    def _write(self, data: bytes, *, check_keys: bool) -> int:
-        wire = self.decode(data)
+    def _store(self, wire: pa.Table, *, check_keys: bool) -> int:
         hashes: list[int] = []
         if check_keys:
             hashes = [

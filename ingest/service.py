@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from itertools import compress
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,14 @@ from ingest.flusher import Flusher
 from ingest.log import DurableLog
 from ingest.normalise import (
     Context,
+    EventColumns,
     EventFailures,
     Rejected,
     common_columns,
-    event_log_rows,
+    event_log_columns,
     metric_row,
     order_row,
-    valid_event_log_rows,
+    valid_event_log_columns,
 )
 from ingest.schemas import BatchResult, EventIn, Rejection
 from warehouse.lake import CONSENTS, EVENTS, METRICS, ORDERS, TABLES, Lake, LakeTable
@@ -54,9 +56,16 @@ def encode(rows: Iterable[dict[str, Any]]) -> bytes:
     return b"\n".join(map(orjson.dumps, rows)) + b"\n"
 
 
-def encode_event_batch(common: dict[str, Any], rows: list[dict[str, Any]]) -> bytes:
-    """One log line per batch: the columns its events share once (``h``), then the rows (``r``)."""
-    return b'{"h":' + orjson.dumps(common) + b',"r":' + orjson.dumps(rows) + b"}\n"
+def encode_event_batch(common: dict[str, Any], columns: EventColumns) -> bytes:
+    """One log line per batch: the columns its events share, once (``h``), then the others as lists
+    (``c``). (Logs of earlier versions also hold ``r`` lines, a list of row objects, and single rows.)"""
+    return b'{"h":' + orjson.dumps(common) + b',"c":' + orjson.dumps(columns) + b"}\n"
+
+
+def _batch_result(columns: EventColumns, failures: EventFailures, duplicates: int) -> BatchResult:
+    return BatchResult(
+        accepted=len(columns["event_id"]), rejected=_rejections(failures), duplicates=duplicates
+    )
 
 
 def _rejections(failures: EventFailures) -> list[Rejection]:
@@ -137,41 +146,49 @@ class Ingest:
         return kept, rejected, len(rows) - len(kept)
 
     @contextmanager
-    def _claimed_batch(self, rows: list[dict[str, Any]], ctx: Context) -> Iterator[tuple[bytes | None, int]]:
-        """The log line of the rows whose event id is new (None when none is) and the number of
-        duplicates. Their ids stay claimed unless the body of the ``with`` fails (the client retries)."""
+    def _claimed_batch(
+        self, columns: EventColumns, ctx: Context
+    ) -> Iterator[tuple[tuple[bytes, Any] | None, int]]:
+        """The log line of the events whose id is new with its memo (the flusher's copy; None when
+        no id is new) and the number of duplicates. Their ids stay claimed unless the body of the
+        ``with`` fails (the client retries)."""
         stored = self.flushers[EVENTS.name].stored
-        hashes = [key_hash(ctx.site_id, row["event_id"]) for row in rows]
+        site_id = ctx.site_id
+        hashes = [key_hash(site_id, event_id) for event_id in columns["event_id"]]
         fresh = stored.claim(hashes)
-        kept = [row for row, new in zip(rows, fresh, strict=True) if new]
+        duplicates = len(fresh) - sum(fresh)
+        if duplicates:
+            columns = {name: list(compress(values, fresh)) for name, values in columns.items()}
+        common = common_columns(ctx)
         try:
-            yield (encode_event_batch(common_columns(ctx), kept) if kept else None), len(rows) - len(kept)
+            logged = (encode_event_batch(common, columns), (common, columns)) if columns["event_id"] else None
+            yield logged, duplicates
         except BaseException:
-            stored.release(h for h, new in zip(hashes, fresh, strict=True) if new)
+            stored.release(compress(hashes, fresh))
             raise
 
     async def _store_events(
-        self, rows: list[dict[str, Any]], failures: EventFailures, ctx: Context
+        self, columns: EventColumns, failures: EventFailures, ctx: Context
     ) -> BatchResult:
-        with self._claimed_batch(rows, ctx) as (line, duplicates):
-            if line:
-                await self.logs[EVENTS.name].append(line)
-        return BatchResult(accepted=len(rows), rejected=_rejections(failures), duplicates=duplicates)
+        with self._claimed_batch(columns, ctx) as (logged, duplicates):
+            if logged:
+                await self.logs[EVENTS.name].append(*logged)
+        return _batch_result(columns, failures, duplicates)
 
     async def accept_events(self, raws: list[Any], ctx: Context) -> BatchResult:
         """Validate, drop re-sent event ids, append durably; rejections by index."""
-        return await self._store_events(*event_log_rows(raws, ctx), ctx)
+        return await self._store_events(*event_log_columns(raws, ctx), ctx)
 
     async def accept_valid_events(self, events: list[EventIn], ctx: Context) -> BatchResult:
         """``accept_events`` for a batch that ``parse_event_batch`` already validated."""
-        return await self._store_events(*valid_event_log_rows(events, ctx), ctx)
+        return await self._store_events(*valid_event_log_columns(events, ctx), ctx)
 
     def accept_events_sync(self, raws: list[Any], ctx: Context) -> BatchResult:
-        rows, failures = event_log_rows(raws, ctx)
-        with self._claimed_batch(rows, ctx) as (line, duplicates):
-            if line:
-                self.logs[EVENTS.name].append_sync(line)
-        return BatchResult(accepted=len(rows), rejected=_rejections(failures), duplicates=duplicates)
+        columns, failures = event_log_columns(raws, ctx)
+        with self._claimed_batch(columns, ctx) as (logged, duplicates):
+            if logged:
+                self.logs[EVENTS.name].append_sync(*logged)
+        return _batch_result(columns, failures, duplicates)
 
     async def accept_metrics(self, raws: list[Any], ctx: Context) -> BatchResult:
         rows, rejected, _ = self._prepare(METRICS, raws, ctx, metric_rows)

@@ -16,13 +16,13 @@ from ingest.event_names import CANONICAL_EVENT_NAMES, EVENT_FAMILIES
 from ingest.normalise import (
     Context,
     Rejected,
-    event_log_rows,
+    event_log_columns,
     event_row,
     event_rows,
     metric_row,
     order_row,
     parse_event_batch,
-    valid_event_log_rows,
+    valid_event_log_columns,
 )
 from ingest.schemas import MAX_EVENT_BYTES
 
@@ -624,7 +624,7 @@ def test_the_one_call_batch_path_gives_the_per_event_answer(cases, odd_name):
     body = orjson.dumps({"events": raws})
     context = cases[0][1]
     fast = parse_event_batch(body)
-    per_event = event_log_rows(orjson.loads(body)["events"], context)
+    per_event = event_log_columns(orjson.loads(body)["events"], context)
     if odd_name is not None:
         assert fast is None
         assert per_event[1][-1][0] == len(raws) - 1
@@ -635,7 +635,7 @@ def test_the_one_call_batch_path_gives_the_per_event_answer(cases, odd_name):
         rows, rejected = result
         return rows, [(index, exc.code, exc.reason) for index, exc in rejected]
 
-    assert comparable(valid_event_log_rows(fast["events"], context)) == comparable(per_event)
+    assert comparable(valid_event_log_columns(fast["events"], context)) == comparable(per_event)
 
 
 def test_bodies_that_may_hold_an_oversized_event_go_per_event():
