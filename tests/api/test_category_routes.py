@@ -71,7 +71,8 @@ def get(owner: Session, site: dict, route: str, **params) -> dict:
 MIXED = {"amount": None, "currency": None, "mixed": True}
 
 
-def test_overview_and_conversion_keep_currencies_apart(app, owner):
+def test_overview_conversion_top_and_all(app, owner):
+    """The overview and conversion keep currencies apart; top ranks paths as named, all adds up."""
     site, _ = shop(app, owner)
     body = get(owner, site, "overview", categoryPath="Home")
     assert body["totals"] == {
@@ -98,9 +99,6 @@ def test_overview_and_conversion_keep_currencies_apart(app, owner):
     assert garden["revenue"] == {"amount": "5.00", "currency": "EUR", "mixed": False}
     assert (garden["viewers"], garden["convertedViewers"], garden["conversionRate"]) == (1, 0, 0.0)
 
-
-def test_top_and_all(app, owner):
-    site, _ = shop(app, owner)
     rows = get(owner, site, "top")["categories"]
     assert [(r["categoryPath"], r["categoryViews"], r["orders"]) for r in rows] == [
         (KITCHEN, 1, 3), ("Garden", 1, 1), ("Home", 1, 1), ("unknown", 1, 0),
@@ -119,8 +117,8 @@ def test_top_and_all(app, owner):
     assert (home["own"]["orders"], home["total"]["orders"], home["total"]["unitsSold"]) == (1, 4, 7)
 
 
-def test_products_carry_product_ids(app, owner):
-    site, _ = shop(app, owner)
+def test_products_paths_trends_and_filters(app, owner):
+    site, start = shop(app, owner)
     rows = get(owner, site, "products", categoryPath=KITCHEN)["products"]
     assert [r["productItemCode"] for r in rows] == ["P1", "P4"]
     assert rows[0] == {
@@ -132,9 +130,6 @@ def test_products_carry_product_ids(app, owner):
     unknown = get(owner, site, "products", categoryPath="unknown")["products"]
     assert [(r["productItemCode"], r["views"]) for r in unknown] == [("P2", 1)]
 
-
-def test_paths_trends_and_filters(app, owner):
-    site, start = shop(app, owner)
     transitions = get(owner, site, "paths")["transitions"]
     assert transitions == [
         {

@@ -19,7 +19,7 @@ from warehouse.engine import Engine
 CURRENCIES = {"EUR": 2, "USD": 2, "JPY": 0, "KWD": 3}
 PATHS = [None, "Home", "Home > Kitchen", "Home > Kitchen > Mugs", "Garden", "Homeware"]
 SETTINGS = settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 
 
