@@ -8,7 +8,7 @@ WITH product_events AS (
         count(DISTINCT person_id) FILTER (WHERE name = 'product_view') AS viewers,
         count(*) FILTER (WHERE name = 'product_click') AS clicks,
         count(*) FILTER (WHERE name = 'add_to_cart') AS add_to_carts,
-        arg_max(product_name, ts) AS product_name
+        arg_max(product_name, ts) FILTER (WHERE product_name IS NOT NULL) AS product_name
     FROM category_events
     WHERE product_item_code IS NOT NULL
     GROUP BY product_item_code
@@ -18,7 +18,8 @@ lines AS (
 ),
 product_sales AS (
     SELECT product_key, count(DISTINCT order_id) AS orders, sum(quantity) AS units_sold,
-        count(DISTINCT person_id) AS buyers, arg_max(product_name, ts) AS product_name,
+        count(DISTINCT person_id) AS buyers,
+        arg_max(product_name, ts) FILTER (WHERE product_name IS NOT NULL) AS product_name,
         any_value(product_id) AS line_product_id
     FROM lines
     GROUP BY product_key

@@ -255,3 +255,16 @@ def test_paths_fold_repeated_views_and_share_what_leaves_a_category(lake):
     assert [(r["fromPath"], r["toPath"], r["transitions"], r["sessions"], r["people"], r["share"]) for r in rows] == [
         ("A", "B", 2, 2, 2, 0.666667), ("A", "C", 1, 1, 1, 0.333333), ("B", "A", 1, 1, 1, 1.0),
     ]  # fmt: skip
+
+
+def test_a_product_keeps_its_latest_known_name(lake):
+    ingest, engine = lake
+    later = {
+        "event": "product_view",
+        "at": at(1, "10:01:00"),
+        "sessionId": "s",
+        "metadata": {"productItemCode": "P7"},
+    }
+    journeys_for(ingest, {"ann": [product("product_view", 1, "10:00:00", "P7", None, "s"), later]})
+    rows = dump(category_products(engine, query(), limit=10))["products"]
+    assert [(r["productItemCode"], r["name"], r["views"]) for r in rows] == [("P7", "Name P7", 2)]
