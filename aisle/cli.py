@@ -100,10 +100,22 @@ def import_(
     preset: Annotated[
         str | None, typer.Option(help="Map a known data set: online-retail (UCI Online Retail order lines).")
     ] = None,
+    products: Annotated[
+        bool,
+        typer.Option(
+            "--products",
+            help="A product feed (CSV, JSON or JSON lines) into the site's catalog instead of events or orders.",
+        ),
+    ] = False,
     data_dir: DataDir = None,
 ) -> None:
     """Load events or orders through the same validation as the API; prints a JSON summary with
-    rejected rows by reason. Run it while `aisle serve` is stopped (one writer per data dir)."""
+    rejected rows by reason. Run it while `aisle serve` is stopped (one writer per data dir). With
+    --products, load a product feed into the catalog (as POST /analytics/product/:siteId/feed does);
+    that needs no lake and may run beside `aisle serve`."""
+    if products:
+        _import_products(file, site=site, format=format, data_dir=data_dir)
+        return
     from tqdm import tqdm
 
     from ingest.importer import import_file
@@ -129,6 +141,21 @@ def import_(
         raise typer.Exit(2) from exc
     finally:
         ingest.stop()
+    typer.echo(json.dumps(summary.as_dict(), indent=2))
+
+
+def _import_products(file: Path, *, site: str, format: str, data_dir: Path | None) -> None:
+    from ingest.product_feed import FORMATS, FeedUnreadable, import_feed_file
+
+    if format not in ("auto", *FORMATS):
+        raise typer.BadParameter(f"a product feed's format is {', '.join(FORMATS)} or auto")
+    _, store = _store(data_dir)
+    record = _site(store, site)
+    try:
+        summary = import_feed_file(store, site=record, path=file, fmt=format)
+    except FeedUnreadable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
     typer.echo(json.dumps(summary.as_dict(), indent=2))
 
 

@@ -18,12 +18,14 @@ Columns (any case; `_`, `-` and spaces ignored) and their aliases, first one pre
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -304,3 +306,14 @@ def import_feed(
         )  # fmt: skip
     summary.import_id = record["id"]
     return summary
+
+
+def import_feed_file(store: Engine, *, site: dict[str, Any], path: Path, fmt: str = "auto") -> FeedSummary:
+    """``import_feed`` over a file (``.gz`` accepted), its format from the name unless given."""
+    fmt = detect_format(path.name) if fmt == "auto" else fmt
+    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise FeedUnreadable(f"{path.name} is not UTF-8 text") from exc
+    return import_feed(store, site=site, text=text, fmt=fmt, source="cli", file_name=path.name)
