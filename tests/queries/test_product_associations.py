@@ -3,14 +3,18 @@ orders, carts and checkouts, for every source and mode."""
 
 from __future__ import annotations
 
+import csv
+import io
 import uuid
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 from fractions import Fraction
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ingest.importer import import_file
 from ingest.normalise import Context
 from queries.products import ProductRange, association_rates, product_associations
 from warehouse.catalog.product_identity import product_id_for
@@ -147,3 +151,39 @@ def test_rates_by_hand_and_with_empty_denominators():
     assert association_rates(2, 4, 5, 10) == (0.2, 0.5, 1.0)
     assert association_rates(3, 3, 3, 9) == (0.333333, 1.0, 3.0)
     assert association_rates(0, 0, 0, 0) == (0.0, 0.0, 0.0)
+
+
+RETAIL_HEAD = Path(__file__).resolve().parents[1] / "data" / "online-retail-head-3000.csv"
+
+
+def test_associations_on_real_invoices_match_a_reading_of_the_file(lake):
+    """The first 3,000 lines of UCI Online Retail through `aisle import --preset online-retail`: baskets
+    are the sale invoices (not cancellations `C…`, not adjustments `A…`, none with a negative line)."""
+    ingest, engine = lake
+    site_id = str(uuid.uuid4())
+    import_file(ingest, site={"id": site_id, "currency": "GBP"}, path=RETAIL_HEAD, preset="online-retail")
+    invoices: dict[str, list[dict]] = defaultdict(list)
+    for line in csv.DictReader(io.StringIO(RETAIL_HEAD.read_text())):
+        invoices[line["InvoiceNo"].strip()].append(line)
+    baskets = [
+        {line["StockCode"].strip() for line in lines if int(line["Quantity"]) > 0}
+        for invoice, lines in invoices.items()
+        if not invoice.startswith(("A", "C")) and all(int(line["Quantity"]) >= 0 for line in lines)
+    ]
+    counts = defaultdict(int)
+    for basket in baskets:
+        for code in basket:
+            counts[code] += 1
+    product = max(sorted(counts), key=counts.get)
+    query = ProductRange(site_id=site_id, start_date=date(2010, 11, 30), end_date=date(2011, 12, 31))
+    row = {"product_id": str(product_id_for(site_id, product)), "product_item_code": product, "name": None}
+    got = product_associations(
+        engine, query, product=row, source="purchase", mode="cart", limit=100, names={}
+    )
+    n, with_product, rows = reference(baskets, product)
+    assert (got.baskets, got.product_baskets, got.related_products) == (n, with_product, len(rows))
+    assert n > 100 and with_product > 10
+    assert [
+        (a.product_item_code, a.together, a.baskets_with_product, a.support, a.confidence, a.lift)
+        for a in got.associations
+    ] == rows[:100]
