@@ -86,11 +86,21 @@ class PeakMemory:
         self._thread.join()
 
 
-def run_wrk(wrk: str, base: str, path: str, *, seconds: int, connections: int) -> dict:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_wrk(wrk: str, base: str, path: str, *, seconds: int, connections: int, server_pid: int) -> dict:
+    # The server's CPU time per request is the figure that least depends on what else the machine
+    # runs: throughput and latency also measure the competition for the two cores.
+    cpu_before = cpu_seconds(server_pid)
     output = subprocess.run(
         [wrk, "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(LUA), base, "--", path],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
+    cpu = cpu_seconds(server_pid) - cpu_before
     fields = dict(re.findall(r"(\w+)=(\d+)", output.split("RESULT", 1)[1]))
     requests = int(fields["requests"])
     duration = int(fields["duration_us"]) / 1e6
@@ -102,6 +112,8 @@ def run_wrk(wrk: str, base: str, path: str, *, seconds: int, connections: int) -
         "p99Ms": int(fields["p99_us"]) / 1000,
         "non2xx": int(fields["errors_status"]),
         "connectErrors": int(fields["errors_connect"]),
+        "serverCpuUsPerRequest": round(cpu / requests * 1e6) if requests else None,
+        "loadAverage": os.getloadavg()[0],
     }
 
 
@@ -116,7 +128,7 @@ def bench_bare(wrk: str, *, seconds: int, connections: int) -> dict:
         wait_healthy(f"http://127.0.0.1:{port}/docs")
         with PeakMemory(server.pid) as memory:
             result = run_wrk(wrk, f"http://127.0.0.1:{port}", "/api/v1/public/sites/x/events/batch",
-                             seconds=seconds, connections=connections)  # fmt: skip
+                             seconds=seconds, connections=connections, server_pid=server.pid)  # fmt: skip
         result["peakRssMiB"] = round(memory.peak_kib / 1024, 1)
         return result
     finally:
@@ -145,7 +157,7 @@ def bench_aisle(wrk: str, *, seconds: int, connections: int) -> dict:
         wait_healthy(f"http://127.0.0.1:{port}/api/v1/health")
         with PeakMemory(server.pid) as memory:
             result = run_wrk(wrk, f"http://127.0.0.1:{port}", f"/api/v1/public/sites/{site_key}/events/batch",
-                             seconds=seconds, connections=connections)  # fmt: skip
+                             seconds=seconds, connections=connections, server_pid=server.pid)  # fmt: skip
         result["peakRssMiB"] = round(memory.peak_kib / 1024, 1)
     finally:
         server.send_signal(signal.SIGTERM)
