@@ -6,7 +6,7 @@ Parquet files. Counts must match (a parity check is printed); ratios are ours / 
 
     .venv/bin/pip install -e '.[bench]'
     .venv/bin/python bench/queries_bench.py [--events 10000000] [--days 28] [--visitors EVENTS/20]
-        [--lake DIR] [--runs 3] [--skip funnel,cohort,journeys,overview,categories,polars,chdb]
+        [--lake DIR] [--runs 3] [--skip funnel,cohort,journeys,overview,categories,associations,polars,chdb]
 
 Events are written a million at a time (never all in memory) and compacted. ``--lake DIR`` keeps the
 lake in DIR and reuses it when it already holds events. Every figure is the median of ``--runs``
@@ -27,10 +27,13 @@ import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -41,15 +44,17 @@ from queries.cohort import CohortQuery, cohort_report  # noqa: E402
 from queries.funnel import FunnelQuery, funnel  # noqa: E402
 from queries.journeys import JourneyRange, journey_stats  # noqa: E402
 from queries.overview import Scope, overview  # noqa: E402
+from queries.products import ProductRange, product_associations  # noqa: E402
 from warehouse.compaction import compact_table  # noqa: E402
 from warehouse.engine import Engine  # noqa: E402
-from warehouse.lake import EVENTS, Lake  # noqa: E402
+from warehouse.lake import EVENTS, MONEY, ORDER_ITEM, ORDERS, ORDERS_SCHEMA, Lake  # noqa: E402
 
 FIRST = date(2026, 1, 5)  # a Monday
 WINDOW_SECONDS = 7 * 86_400
 PERIODS = 12
 NOW = datetime(2026, 11, 22, tzinfo=UTC)  # every period of the report has started: no empty cells
 CHUNK_ROWS = 1_000_000
+PRODUCTS = 5000
 
 
 # --- measuring ----------------------------------------------------------------------------------
@@ -133,9 +138,51 @@ def side_by_side(
 # --- data ---------------------------------------------------------------------------------------
 
 
+def with_products(rng: np.random.Generator, table: pa.Table) -> pa.Table:
+    """product_view and add_to_cart events name one of ``PRODUCTS`` products, popularity Zipf-like."""
+    names = table["name"]
+    named = pc.or_(pc.equal(names, "product_view"), pc.equal(names, "add_to_cart"))
+    codes = pa.array((rng.zipf(1.3, table.num_rows) - 1) % PRODUCTS)
+    code = pc.if_else(named, pc.binary_join_element_wise("P", pc.cast(codes, pa.string()), ""), None)
+    return table.set_column(table.schema.get_field_index("product_item_code"), "product_item_code", code)
+
+
+def orders_from_carts(rng: np.random.Generator, table: pa.Table, *, prefix: str) -> pa.Table:
+    """About a third of the (visitor, session) carts of a file check out a minute after their last
+    add_to_cart: one order of the cart's distinct products, one each at 10 EUR."""
+    adds = table.filter(pc.equal(table["name"], "add_to_cart"))
+    carts = adds.group_by(["visitor_id", "session_id"]).aggregate(
+        [("product_item_code", "distinct"), ("ts", "max")]
+    )
+    carts = carts.filter(pa.array(rng.random(carts.num_rows) < 0.35))
+    n = carts.num_rows
+    codes = carts["product_item_code_distinct"].combine_chunks()
+    lines = len(codes.values)
+    price = pa.array([Decimal(10)] * lines, MONEY)
+    item = pa.StructArray.from_arrays(
+        [codes.values, pa.nulls(lines, pa.string()), pa.array(np.ones(lines, dtype=np.int64)), price,
+         pa.nulls(lines, pa.string()), pa.nulls(lines, pa.string())],
+        fields=list(ORDER_ITEM),
+    )  # fmt: skip
+    items = pa.ListArray.from_arrays(codes.offsets, item)
+    counts = pc.list_value_length(items)
+    ts = pc.add(carts["ts_max"], pa.scalar(timedelta(minutes=1), pa.duration("us")))
+    columns = {
+        "order_id": pc.binary_join_element_wise(prefix, pc.cast(pa.array(np.arange(n)), pa.string()), ""),
+        "ts": ts, "received_at": ts, "visitor_id": carts["visitor_id"], "session_id": carts["session_id"],
+        "currency": pa.array(["EUR"] * n), "total": pa.array([Decimal(10 * c) for c in counts.to_pylist()], MONEY),
+        "is_refund": pa.array(np.zeros(n, dtype=bool)), "items": items, "item_count": pc.cast(counts, pa.int64()),
+    }  # fmt: skip
+    return pa.Table.from_arrays(
+        [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in ORDERS_SCHEMA],
+        schema=ORDERS_SCHEMA,
+    )
+
+
 def generate(lake: Lake, *, events: int, days: int, visitors: int) -> int:
     """``events`` events over ``days`` daily partitions of one site, written a million rows at a time
-    (the flusher's way: several files per partition), then compacted. Returns the rows written."""
+    (the flusher's way: several files per partition), then compacted; product events name products, and
+    a third of the carts become orders. Returns the events written."""
     rng = np.random.default_rng(7)
     per_day = events // days
     for day_number in range(days):
@@ -143,8 +190,12 @@ def generate(lake: Lake, *, events: int, days: int, visitors: int) -> int:
         for chunk in range(0, per_day, CHUNK_ROWS):
             rows = min(CHUNK_ROWS, per_day - chunk)
             table = make_file(rng, start=day_number * per_day + chunk, rows=rows, day=day, visitors=visitors)
+            table = with_products(rng, table)
             lake.write_file(EVENTS, table, site_id=SITE, date=day.isoformat())
+            orders = orders_from_carts(rng, table, prefix=f"o{day_number}-{chunk}-")
+            lake.write_file(ORDERS, orders, site_id=SITE, date=day.isoformat())
     compact_table(lake, EVENTS)
+    compact_table(lake, ORDERS)
     return per_day * days
 
 
@@ -262,7 +313,7 @@ def main() -> None:
     parser.add_argument(
         "--skip",
         default="",
-        help="comma-separated: funnel, cohort, journeys, overview, categories, polars, chdb",
+        help="comma-separated: funnel, cohort, journeys, overview, categories, associations, polars, chdb",
     )
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -342,6 +393,24 @@ def main() -> None:
         report["categoryConversion"] = {**figures, "viewers": result.metrics.viewers,
                                         "productViewers": result.metrics.product_viewers,
                                         "orders": result.metrics.orders, "machine": load}  # fmt: skip
+    if "associations" not in skip:
+        # One product's associations over the whole range: the most popular product (the most baskets to
+        # read), for orders and for carts (one basket each) and for people (orders over the range).
+        product = {"product_id": "", "product_item_code": "P0", "name": None}
+        product_range = ProductRange(site_id=SITE, start_date=FIRST, end_date=last)
+        report["associations"] = {}
+        for source, mode in (("purchase", "cart"), ("cart", "cart"), ("purchase", "all")):
+            load = _load()
+            figures, result = measure(
+                lambda source=source, mode=mode: product_associations(
+                    engine, product_range, product=product, source=source, mode=mode, limit=20, names={}
+                ),
+                args.runs,
+            )
+            report["associations"][f"{source}/{mode}"] = {
+                **figures, "baskets": result.baskets, "productBaskets": result.product_baskets,
+                "relatedProducts": result.related_products, "machine": load,
+            }  # fmt: skip
     print(json.dumps(report, indent=2))
 
 

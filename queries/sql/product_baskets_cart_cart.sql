@@ -16,19 +16,27 @@ sales AS (
     FROM orders
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end AND NOT is_refund
 ),
+-- Only sessions with an add_to_cart need their checkouts; the purchase events' metadata is read for
+-- those alone.
+purchase_events AS (
+    SELECT e.visitor_id, e.session_id, e.ts, e.metadata
+    FROM events AS e
+    SEMI JOIN sessions AS s ON s.visitor_id = e.visitor_id AND s.session_id = e.session_id
+    WHERE e.site_id = $site_id AND e.date BETWEEN $scan_start AND $scan_end AND e.name = 'purchase'
+),
 checkouts AS (
-    SELECT visitor_id, session_id, ts FROM sales
+    SELECT c.visitor_id, c.session_id, c.ts
+    FROM sales AS c
+    SEMI JOIN sessions AS s ON s.visitor_id = c.visitor_id AND s.session_id = c.session_id
     UNION ALL
     SELECT visitor_id, session_id, ts
-    FROM events
-    WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end AND name = 'purchase'
-        AND coalesce(json_extract_string(metadata, '$.orderId') NOT IN (SELECT order_id FROM sales), true)
+    FROM purchase_events
+    WHERE coalesce(json_extract_string(metadata, '$.orderId') NOT IN (SELECT order_id FROM sales), true)
 ),
 numbered AS (
-    SELECT c.visitor_id, c.session_id, c.ts,
-        row_number() OVER (PARTITION BY c.visitor_id, c.session_id ORDER BY c.ts) AS cart
-    FROM checkouts AS c
-    SEMI JOIN sessions AS s ON s.visitor_id = c.visitor_id AND s.session_id = c.session_id
+    SELECT visitor_id, session_id, ts,
+        row_number() OVER (PARTITION BY visitor_id, session_id ORDER BY ts) AS cart
+    FROM checkouts
 )
 SELECT DISTINCT hash(a.visitor_id, a.session_id, coalesce(n.cart, 0)) AS basket, a.code
 FROM adds AS a
