@@ -4,19 +4,23 @@
 -- and image. Events: metadata.name (or productName), .price, .categoryPath (or the event's category),
 -- .url (else the page of a product_view), .image (or imageUrl). Order lines (refunds apart): name, unit
 -- price, category path; a line without productItemCode is named by its productId.
-WITH observed AS (
-    SELECT product_item_code AS code, ts, received_at,
-        coalesce(json_extract_string(metadata, '$.name'), json_extract_string(metadata, '$.productName'))
-            AS product_name,
-        TRY_CAST(json_extract_string(metadata, '$.price') AS DECIMAL(24, 6)) AS price,
-        currency,
-        coalesce(category_path, json_extract_string(metadata, '$.categoryPath')) AS category_path,
-        coalesce(json_extract_string(metadata, '$.url'), CASE WHEN name = 'product_view' THEN url END)
-            AS page,
-        coalesce(json_extract_string(metadata, '$.image'), json_extract_string(metadata, '$.imageUrl'))
-            AS image
+WITH product_events AS (
+    -- The metadata is parsed once per event for all the paths.
+    SELECT product_item_code, ts, received_at, currency, category_path, name, url,
+        json_extract_string(metadata, ['$.name', '$.productName', '$.price', '$.categoryPath', '$.url',
+            '$.image', '$.imageUrl']) AS m
     FROM events
     WHERE site_id = $site_id AND received_at > $received_after AND product_item_code IS NOT NULL
+),
+observed AS (
+    SELECT product_item_code AS code, ts, received_at,
+        coalesce(m[1], m[2]) AS product_name,
+        TRY_CAST(m[3] AS DECIMAL(24, 6)) AS price,
+        currency,
+        coalesce(category_path, m[4]) AS category_path,
+        coalesce(m[5], CASE WHEN name = 'product_view' THEN url END) AS page,
+        coalesce(m[6], m[7]) AS image
+    FROM product_events
     UNION ALL
     SELECT coalesce(nullif(item.product_item_code, ''), item.product_id) AS code, ts, received_at,
         item.name AS product_name, item.price, currency, item.category_path, NULL AS page, NULL AS image
