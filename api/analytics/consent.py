@@ -51,14 +51,15 @@ DEFAULT_REQUIRED = ["analytics"]
 
 SEMANTICS = (
     "Consent reaches us two ways: consent records (`POST /public/sites/:siteKey/consent`) and the "
-    "`consent` fields of events. Both are observations: each states some of the categories necessary, "
-    "analytics, marketing, preferences as granted (true) or refused (false) and leaves the others "
-    "unstated. A person's state for a category is the value of their latest observation in the range "
-    "that states it; observations of the same microsecond are ordered event first, record last (an "
-    "explicit decision wins). The range is `startDate` to `endDate`, inclusive days in the site's time "
-    "zone (the last 30 days by default). People are the linked user when a visitor was ever identified "
-    "(or the record's own `userId`), else the visitor. Rates are part / whole rounded to 6 places, 0 "
-    "when the whole is 0. Needs `analytics:view` in the organisation that owns the site, else 403."
+    "`consent` fields of events (orders' consent fields are not read). Both are observations: each "
+    "states some of the categories necessary, analytics, marketing, preferences as granted (true) or "
+    "refused (false) and leaves the others unstated. Except in `/simulate` (state at each instant, see "
+    "above), a person's state for a category is the value of their latest observation in the range that "
+    "states it; observations of the same microsecond are ordered event first, record last (an explicit "
+    "decision wins), then by id. The range is `startDate` to `endDate`, inclusive days in the site's "
+    "time zone (the last 30 days by default). People are the linked user when a visitor was ever "
+    "identified (or the record's own `userId`), else the visitor. Rates are part / whole rounded to 6 "
+    "places, 0 when the whole is 0. Needs `analytics:view` in the organisation that owns the site, else 403."
 )
 
 
