@@ -121,10 +121,13 @@ def read_feed(text: str, fmt: str) -> Iterator[tuple[int, Any]]:
     from 1 in a JSON array (also ``{"products": [...]}``)."""
     if fmt == "csv":
         reader = csv.DictReader(io.StringIO(text))
-        if not reader.fieldnames:
-            raise FeedUnreadable("the CSV feed has no header row")
-        for row in reader:
-            yield reader.line_num, row
+        try:
+            if not reader.fieldnames:
+                raise FeedUnreadable("the CSV feed has no header row")
+            for row in reader:
+                yield reader.line_num, row
+        except csv.Error as exc:
+            raise FeedUnreadable(f"the CSV feed cannot be read after line {reader.line_num}: {exc}") from exc
     elif fmt == "jsonl":
         for number, line in enumerate(text.splitlines(), start=1):
             if line.strip():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.product_feed import RowRefused, parse_row, read_feed
+from ingest.product_feed import FeedUnreadable, RowRefused, parse_row, read_feed
 from warehouse.catalog import products, sites
 from warehouse.catalog.products import FeedProduct
 from warehouse.catalog.store import create_store_engine
@@ -73,6 +73,13 @@ def test_rows_are_numbered_as_lines_or_positions():
     assert [n for n, _ in read_feed("code\nA\n\nB\n", "csv")] == [2, 4]
     assert [n for n, _ in read_feed('{"products": [{"code": "A"}, {"code": "B"}]}', "json")] == [1, 2]
     assert [n for n, _ in read_feed('{"code": "A"}\n\n{"code": "B"}\n', "jsonl")] == [1, 3]
+
+
+def test_a_feed_that_cannot_be_read_as_a_whole_is_refused():
+    huge = 'code\n"' + "a" * 200_000 + '"\n'
+    for text, fmt in ((huge, "csv"), ('{"products": 1}', "json"), ("[1,", "json"), ("", "csv")):
+        with pytest.raises(FeedUnreadable):
+            list(read_feed(text, fmt))
 
 
 def test_the_cli_imports_a_feed_and_fills_the_site_currency(tmp_path):
