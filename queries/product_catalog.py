@@ -58,9 +58,8 @@ def sync_seen_products(store: StoreEngine, engine: Engine, *, site: dict[str, An
         with store.connect() as conn:
             until = products.received_until(conn, site_id=site["id"])
         after = until - MARGIN if until else BEGINNING
-        rows = library.run(
-            engine, "product_seen", {"site_id": site["id"], "received_after": after}
-        ).to_pylist()
+        params = {"site_id": site["id"], "received_after": after, "first_read": until is None}
+        rows = library.run(engine, "product_seen", params).to_pylist()
         rows = [r for r in rows if len(r["code"]) <= products_table.c.product_item_code.type.length]
         if not rows:
             return 0
@@ -68,6 +67,7 @@ def sync_seen_products(store: StoreEngine, engine: Engine, *, site: dict[str, An
             created = products.upsert_seen(
                 conn, site_id=site["id"], site_currency=site["currency"], seen=[_seen(r) for r in rows]
             )
-            newest = max(r["received_until"] for r in rows)
-            products.set_received_until(conn, site_id=site["id"], until=max(newest, until or newest))
+            received = [r["received_until"] for r in rows if r["received_until"] is not None]
+            newest = max([*received, until or BEGINNING])
+            products.set_received_until(conn, site_id=site["id"], until=newest)
         return created

@@ -1,16 +1,18 @@
 -- What the lake says about each product of a site, from product events and order lines received after
--- $received_after: when it was first and last seen (event time), how far this read got (receipt time),
--- and its newest non-empty name, price (with the currency of that event or order), category path, page
--- and image. Events: metadata.name (or productName), .price, .categoryPath (or the event's category),
--- .url (else the page of a product_view), .image (or imageUrl). Order lines (refunds apart): name, unit
--- price, category path; a line without productItemCode is named by its productId.
+-- $received_after (rows without a receipt time only on the $first_read): when it was first and last
+-- seen (event time), how far this read got (receipt time), and its newest non-empty name, price (with
+-- the currency of that event or order), category path, page and image. Events: metadata.name (or
+-- productName), .price, .categoryPath (or the event's category), .url (else the page of a
+-- product_view), .image (or imageUrl). Order lines (refunds apart): name, unit price, category path; a
+-- line without productItemCode is named by its productId.
 WITH product_events AS (
     -- The metadata is parsed once per event for all the paths.
     SELECT product_item_code, ts, received_at, currency, category_path, name, url,
         json_extract_string(metadata, ['$.name', '$.productName', '$.price', '$.categoryPath', '$.url',
             '$.image', '$.imageUrl']) AS m
     FROM events
-    WHERE site_id = $site_id AND received_at > $received_after AND product_item_code IS NOT NULL
+    WHERE site_id = $site_id AND (received_at > $received_after OR (received_at IS NULL AND $first_read))
+        AND product_item_code IS NOT NULL
 ),
 observed AS (
     SELECT product_item_code AS code, ts, received_at,
@@ -27,7 +29,8 @@ observed AS (
     FROM (
         SELECT ts, received_at, currency, unnest(items) AS item
         FROM orders
-        WHERE site_id = $site_id AND received_at > $received_after AND NOT is_refund
+        WHERE site_id = $site_id AND (received_at > $received_after OR (received_at IS NULL AND $first_read))
+            AND NOT is_refund
     )
 )
 SELECT code,

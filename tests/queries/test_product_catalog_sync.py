@@ -1,0 +1,62 @@
+"""Products seen in the lake reach the catalog: read forward by receipt time, merged idempotently."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+from ingest.normalise import Context
+from queries.product_catalog import sync_seen_products
+from tests.factories import make_store_site
+from warehouse.catalog import products
+from warehouse.catalog.store import create_store_engine, migrate
+
+
+def send(ingest, site: dict, events: list[dict], orders: list[dict] = (), *, received: datetime) -> None:
+    ctx = Context(site_id=site["id"], site_currency=site["currency"], received_at=received, channel="server",
+                  historical=True)  # fmt: skip
+    if events:
+        assert ingest.accept_events_sync(events, ctx).rejected == []
+    if orders:
+        assert ingest.accept_orders_sync(list(orders), ctx).rejected == []
+    ingest.flush()
+
+
+def view(code: str, clock: str, **metadata) -> dict:
+    return {"name": "product_view", "visitorId": "v", "sessionId": "s", "timestamp": f"2024-03-01T{clock}Z",
+            "url": f"https://shop.example.com/p/{code}", "metadata": {"productItemCode": code, **metadata}}  # fmt: skip
+
+
+def test_each_read_takes_what_arrived_since_the_last(lake, tmp_path):
+    ingest, engine = lake
+    store = create_store_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    migrate(store)
+    with store.begin() as conn:
+        site = make_store_site(conn)
+    now = datetime.now(UTC)
+    send(ingest, site, [view("P1", "10:00:00", name="Lamp", price="19.90", image="https://cdn.example.com/1.jpg")],
+         received=now - timedelta(hours=2))  # fmt: skip
+    assert sync_seen_products(store, engine, site=site) == 1
+    assert sync_seen_products(store, engine, site=site) == 0
+    order = {"orderId": "o1", "visitorId": "v", "sessionId": "s", "timestamp": "2024-03-01T11:00:00Z",
+             "currency": "USD", "total": "42", "items": [{"productItemCode": "P1", "quantity": 2, "price": "21"},
+                                                         {"productId": "ext-9", "quantity": 1, "price": "0",
+                                                          "name": "Gift wrap"}]}  # fmt: skip
+    send(ingest, site, [view("P2", "10:30:00")], [order], received=now)
+    assert sync_seen_products(store, engine, site=site) == 2
+    with store.connect() as conn:
+        rows = {r["product_item_code"]: r for r in products.list(conn, site_id=site["id"]).rows}
+        until = products.received_until(conn, site_id=site["id"])
+    assert sorted(rows) == ["P1", "P2", "ext-9"]
+    # The order is the newest sighting of P1: its unit price and currency; the name stays the event's.
+    p1 = rows["P1"]
+    assert (p1["name"], p1["price"], p1["currency"], p1["url"], p1["image"]) == (
+        "Lamp", Decimal(21), "USD", "https://shop.example.com/p/P1", "https://cdn.example.com/1.jpg"
+    )  # fmt: skip
+    assert (p1["first_seen_at"], p1["last_seen_at"]) == (
+        datetime(2024, 3, 1, 10, tzinfo=UTC), datetime(2024, 3, 1, 11, tzinfo=UTC)
+    )  # fmt: skip
+    assert (rows["P2"]["name"], rows["P2"]["price"], rows["P2"]["currency"]) == (None, None, "EUR")
+    assert (rows["ext-9"]["name"], rows["ext-9"]["price"]) == ("Gift wrap", Decimal(0))
+    assert abs(until - now) < timedelta(milliseconds=1)
+    store.dispose()
