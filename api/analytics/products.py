@@ -134,8 +134,9 @@ def product_id_param(
         return str(uuid.UUID(product_id.strip()))
     except ValueError:
         derived = str(product_id_for(site["id"], product_id)) if product_id.strip() else None
+        hint = f"; if '{product_id}' is a productItemCode, send productId={derived}" if derived else ""
         raise BadRequest(
-            f"productId must be a uuid; if '{product_id}' is a productItemCode, send productId={derived}",
+            f"productId must be a uuid{hint}",
             code="PRODUCT_ID_NOT_UUID",
             details={"field": "productId", "productId": derived},
         ) from None
