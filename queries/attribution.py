@@ -14,9 +14,12 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
 from queries import library
 from queries.money import MoneyTotal, format_amount, money_total
-from queries.revenue import CamelModel, ReportRange, rate
+from queries.revenue import ReportRange, rate
 from warehouse.engine import Engine
 
 Model = Literal["first_touch", "last_touch", "linear", "time_decay", "position_based"]
@@ -35,6 +38,10 @@ DEFAULT_LOOKBACK_DAYS = 30
 POSITION_ENDS = 0.4
 
 _US = 1_000_000
+
+
+class _Camel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
 # --- the models ------------------------------------------------------------------------------------
@@ -79,7 +86,7 @@ class AmbiguousEventId(Exception):
     """The id names events (or orders) on more than one of the caller's sites."""
 
 
-class TouchpointCredit(CamelModel):
+class TouchpointCredit(_Camel):
     event_id: str
     name: str
     kind: Literal["impression", "click"]
@@ -89,7 +96,7 @@ class TouchpointCredit(CamelModel):
     credits: dict[str, float]
 
 
-class EntityCredit(CamelModel):
+class EntityCredit(_Camel):
     entity_type: str
     entity_id: str
     touchpoints: int
@@ -97,18 +104,18 @@ class EntityCredit(CamelModel):
     revenue: str | None
 
 
-class ModelAttribution(CamelModel):
+class ModelAttribution(_Camel):
     model: str
     entities: list[EntityCredit]
 
 
-class ConversionOrder(CamelModel):
+class ConversionOrder(_Camel):
     order_id: str
     currency: str
     total: str
 
 
-class EventAttribution(CamelModel):
+class EventAttribution(_Camel):
     event_id: str
     site_id: str
     conversion_type: Literal["event", "order"]
@@ -157,7 +164,7 @@ def _find_conversion(engine: Engine, *, site_ids: list[str], event_id: str) -> _
                 "attribution_conversion_order",
                 {"site_ids": [event["site_id"]], "order_id": event["order_ref"]},
             )
-            order = next((o for o in found.to_pylist() if not o["is_refund"]), None)
+            order = next(iter(found.to_pylist()), None)
         return _Conversion("event", event["site_id"], event["event_id"], event["name"], event["person_id"], event["ts"], order)  # fmt: skip
     order = _one(
         library.run(
@@ -244,20 +251,20 @@ def event_attribution(
 # --- many conversions: revenue per entity ----------------------------------------------------------
 
 
-class AttributedCurrency(CamelModel):
+class AttributedCurrency(_Camel):
     currency: str
     revenue: str
     orders: float
 
 
-class ModelRevenue(CamelModel):
+class ModelRevenue(_Camel):
     model: str
     conversions: float
     revenue_by_currency: list[AttributedCurrency]
     total_revenue: MoneyTotal
 
 
-class EntityRevenue(CamelModel):
+class EntityRevenue(_Camel):
     site_id: str
     entity_type: str
     entity_id: str
@@ -371,7 +378,7 @@ def entity_revenue(
 # --- recommendations breakdown ---------------------------------------------------------------------
 
 
-class RecommendationRow(CamelModel):
+class RecommendationRow(_Camel):
     recommendation_id: str
     impressions: int
     clicks: int
@@ -383,7 +390,7 @@ class RecommendationRow(CamelModel):
     total_revenue: MoneyTotal
 
 
-class RecommendationsBreakdown(CamelModel):
+class RecommendationsBreakdown(_Camel):
     site_id: str
     start_date: date
     end_date: date

@@ -19,7 +19,7 @@ from queries.money import MoneyTotal, format_amount, money_total
 from warehouse.engine import Engine
 
 
-class CamelModel(BaseModel):
+class _Camel(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
@@ -64,7 +64,7 @@ class ReportRange:
 # --- response models -------------------------------------------------------------------------------
 
 
-class CurrencyRevenue(CamelModel):
+class CurrencySales(_Camel):
     currency: str
     revenue: str
     orders: int
@@ -74,32 +74,32 @@ class CurrencyRevenue(CamelModel):
     net_revenue: str
 
 
-class DailyCurrencyRevenue(CamelModel):
+class DailyCurrencyRevenue(_Camel):
     currency: str
     revenue: str
     orders: int
 
 
-class RevenueDay(CamelModel):
+class RevenueDay(_Camel):
     date: date
     revenue_by_currency: list[DailyCurrencyRevenue]
 
 
-class RevenueOverview(CamelModel):
+class RevenueOverview(_Camel):
     site_id: str
     start_date: date
     end_date: date
     timezone: str
     orders: int
     refunds: int
-    revenue_by_currency: list[CurrencyRevenue]
+    revenue_by_currency: list[CurrencySales]
     total_revenue: MoneyTotal
     total_net_revenue: MoneyTotal
     mixed_currency: bool
     daily: list[RevenueDay]
 
 
-class GroupCurrencyRevenue(CamelModel):
+class GroupCurrencyRevenue(_Camel):
     currency: str
     revenue: str
     orders: int
@@ -108,7 +108,7 @@ class GroupCurrencyRevenue(CamelModel):
     revenue_per_person: str
 
 
-class PeopleGroup(CamelModel):
+class PeopleGroup(_Camel):
     people: int
     converters: int
     conversion_rate: float
@@ -117,7 +117,7 @@ class PeopleGroup(CamelModel):
     total_revenue: MoneyTotal
 
 
-class IdentityConversionMetrics(CamelModel):
+class IdentityConversionMetrics(_Camel):
     site_id: str
     start_date: date
     end_date: date
@@ -158,7 +158,7 @@ def revenue_overview(engine: Engine, report: ReportRange, *, site_currency: str)
     rows = library.run(engine, "revenue_overview", params).to_pylist()
     daily_rows = library.run(engine, "revenue_daily", {**params, "timezone": report.timezone}).to_pylist()
     by_currency = [
-        CurrencyRevenue(
+        CurrencySales(
             currency=r["currency"],
             revenue=format_amount(r["revenue"], r["currency"]),
             orders=r["orders"],

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from api.analytics.revenue import ATTRIBUTION, MONEY, LookbackDays
+from api.analytics.revenue import MONEY, TOUCHPOINTS, LookbackDays
 from api.auth.permissions import ANALYTICS_VIEW
 from api.deps import Principal, StoreDep, load_owned_site, require
 from api.errors import BadRequest, NotFound
@@ -70,4 +70,4 @@ def attribution(
 
 
 for _route in router.routes:
-    _route.description = f"{_route.description}\n\n{ATTRIBUTION}\n\n{MONEY}"
+    _route.description = f"{_route.description}\n\n{TOUCHPOINTS}\n\n{MONEY}"

@@ -353,6 +353,7 @@ def test_unknown_and_foreign_event_ids_answer_404_and_foreign_sites_403(app, own
     response = owner.get("/analytics/events/no-such-event/attribution")
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "EVENT_NOT_FOUND"
+    assert owner.get("/analytics/events/r1/attribution").status_code == 404  # a refund is no conversion
     other = outsider.make_site(timezone="UTC")
     load_shop(app, outsider, other)
     assert outsider.get("/analytics/events/o1/attribution").json()["personId"] == "u-ann"
