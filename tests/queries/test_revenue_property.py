@@ -129,9 +129,14 @@ money_strategy = st.sampled_from(["EUR", "USD", "JPY", "KWD"]).flatmap(
 order_strategy = st.tuples(st.sampled_from(PEOPLE), ORDER_DAYS, money_strategy, st.booleans(), st.booleans())
 
 
-def build_shop(touches, orders, loose_purchases) -> dict:
+def build_shop(touches, orders, loose_purchases, *, linked: bool = False) -> dict:
+    """The lake's steps per visitor and the same facts per person. ``linked``: v0 and v1 identify as
+    user u0 (one person on two devices)."""
     shop = {"touches": [], "orders": [], "purchases": []}
     steps: dict[str, list[dict]] = defaultdict(list)
+    if linked:
+        for visitor in ("v0", "v1"):
+            steps[visitor].append({"event": "identify", "at": iso(ORIGIN), "userId": "u0"})
     for n, (person, seconds, name, (entity_type, entity_id)) in enumerate(touches):
         event_id = f"t{n}"
         extra = {"metadata": {"productItemCode": "P9"}} if name == "product_click" else {}
@@ -154,6 +159,9 @@ def build_shop(touches, orders, loose_purchases) -> dict:
         steps[person].append({"event": "purchase", "at": iso(at(seconds)), "eventId": f"loose{n}"})
         shop["purchases"].append({"person": person, "at": at(seconds), "order_ref": None})
     shop["steps"] = dict(steps)
+    if linked:
+        for fact in shop["touches"] + shop["orders"] + shop["purchases"]:
+            fact["person"] = "u0" if fact["person"] in ("v0", "v1") else fact["person"]
     return shop
 
 
@@ -222,9 +230,10 @@ def test_revenue_per_currency_matches_the_reference(tmp_path_factory, orders):
     orders=st.lists(order_strategy, min_size=3, max_size=8),
     loose=st.lists(st.tuples(st.sampled_from(PEOPLE), ORDER_DAYS), max_size=3),
     lookback_days=st.sampled_from([2, 7, 30, 30]),
+    linked=st.booleans(),
 )
-def test_attribution_matches_the_reference(tmp_path_factory, touches, orders, loose, lookback_days):
-    shop = build_shop(touches, orders, loose)
+def test_attribution_matches_the_reference(tmp_path_factory, touches, orders, loose, lookback_days, linked):
+    shop = build_shop(touches, orders, loose, linked=linked)
     ingest, engine = open_lake(tmp_path_factory, shop)
     try:
         rows = attributed_rows(engine, ReportRange(SITE, START, END), entity_type=None, entity_id=None,
