@@ -45,6 +45,7 @@ from warehouse.engine import Engine
 from warehouse.hotstate import open_hot_state
 
 API_PREFIX = "/api/v1"
+GC_YOUNG_THRESHOLD = 50_000
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -65,8 +66,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         # What is alive once the app has started (modules, models, routes: ~200k objects) lives as long as
         # the process. Frozen, the collector stops re-walking it on every full collection, which under
-        # load stalled requests for ~130 ms each time (bench/RESULTS.md, 2026-11-23).
+        # load stalled requests for ~130 ms each time. A request allocates hundreds of containers that
+        # die with it; at the default threshold (700) the youngest generation was collected every few
+        # requests, re-walking every batch in flight and those waiting for the flusher (a quarter of
+        # the CPU time of the events route; bench/RESULTS.md, 2026-11-23).
         gc.freeze()
+        gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
         try:
             yield
         finally:

@@ -114,18 +114,20 @@ def overview(request: Request, site: AnalyticsSite, report: Range) -> RevenueOve
 
 
 def _entity_route(entity_type: EntityType, path: str, noun: str) -> None:
-    def route(request: Request, id: str, report: Range, lookback_days: LookbackDays = DEFAULT_LOOKBACK_DAYS):
+    def route(
+        request: Request, entityId: str, report: Range, lookback_days: LookbackDays = DEFAULT_LOOKBACK_DAYS
+    ):  # noqa: N803 - the path parameter's name on the wire
         return entity_revenue(
             request.app.state.engine,
             report,
             entity_type=entity_type,
-            entity_id=id,
+            entity_id=entityId,
             lookback_days=lookback_days,
         )
 
     route.__name__ = f"{entity_type}_revenue"
     route.__doc__ = (
-        f"Revenue attributed to one {noun} (`id`: the `entityId` its events carry, with `entityType` "
+        f"Revenue attributed to one {noun} (`entityId`: the `entityId` its events carry, with `entityType` "
         f"`{entity_type}`) of the site `siteId` (required), over conversions timed in the range: "
         "`impressions`, `clicks`, `ctr` and `people` (who saw or clicked it) in the range; "
         "`assistedConversions`; and `models`, one entry per attribution model with `conversions` "
@@ -135,7 +137,8 @@ def _entity_route(entity_type: EntityType, path: str, noun: str) -> None:
         "checked here)."
     )
     router.add_api_route(
-        f"/revenue/{path}/{{id}}",
+        # `{entityId}`, not `{id}`: across the API `{id}` in a path names a site.
+        f"/revenue/{path}/{{entityId}}",
         route,
         methods=["GET"],
         response_model=EntityRevenue,
@@ -191,6 +194,6 @@ def identity_metrics(request: Request, site: AnalyticsSite, report: Range) -> Id
 # Every route states the shared semantics after its own; the attribution ones also state the models.
 for _route in router.routes:
     if isinstance(_route, APIRoute):
-        attributed = _route.path.endswith("/{id}") or _route.path.endswith("/recommendations/breakdown")
+        attributed = _route.path.endswith("/{entityId}") or _route.path.endswith("/recommendations/breakdown")
         shared = [TOUCHPOINTS, CONVERSIONS, RANGE, MONEY] if attributed else [RANGE, MONEY]
         _route.description = "\n\n".join([_route.description, *shared])

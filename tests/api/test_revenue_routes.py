@@ -414,7 +414,7 @@ def test_bad_parameters_answer_400_in_the_envelope(owner):
 
 def test_openapi_descriptions_state_the_rules(owner):
     spec = owner.client.get("/openapi.json").json()["paths"]
-    campaign = spec["/api/v1/analytics/revenue/campaigns/{id}"]["get"]["description"]
+    campaign = spec["/api/v1/analytics/revenue/campaigns/{entityId}"]["get"]["description"]
     for rule in ("half-life 7 days", "40% first", "lookbackDays", "never summed across currencies"):
         assert rule in campaign
     assert "totalInteractions" in spec["/api/v1/analytics/events/{eventId}/attribution"]["get"]["description"]
