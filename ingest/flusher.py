@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import structlog
 
 from ingest.dedupe import RecentKeys, key_hash
-from ingest.log import DurableLog, Memo, Position
+from ingest.log import DurableLog, Position
 from warehouse.lake import Lake, LakeTable
 
 log = structlog.get_logger("aisle.flusher")
@@ -49,7 +49,6 @@ class Flusher:
         stored: RecentKeys,
         interval_seconds: float = 1.0,
         max_bytes: int = 64 * 1024 * 1024,
-        max_rows: int = 1_000_000,
         claimed_at_accept: bool = False,
     ) -> None:
         self.table = table
@@ -58,7 +57,6 @@ class Flusher:
         self.stored = stored
         self.interval_seconds = interval_seconds
         self.max_bytes = max_bytes
-        self.max_rows = max_rows
         self.claimed_at_accept = claimed_at_accept
         # What the log held when this process opened it: written by an earlier process, so its keys
         # were never claimed here and must be checked against the lake.
@@ -96,17 +94,8 @@ class Flusher:
             while True:
                 start = self.log.checkpoint()
                 replaying = start < self._replay_end
-                memos = [] if replaying else self._memos_from(start)
-                if memos:
-                    wire = self.memo_table(memos)
-                    written += self._store(wire, check_keys=not self.claimed_at_accept)
-                    self._advance(memos[-1].end)
-                    continue
-                # Lines without a memo are read back: an earlier process's, or memos dropped while
-                # this flusher was behind; reading stops where the next memo takes over.
-                ahead = self.log.memos[0].start if self.log.memos and not replaying else None
                 data, end = self.log.read(
-                    start, max_bytes=self.max_bytes, until=self._replay_end if replaying else ahead
+                    start, max_bytes=self.max_bytes, until=self._replay_end if replaying else None
                 )
                 if not data:
                     if end != start:
@@ -124,38 +113,6 @@ class Flusher:
             # again, and must check them against what was stored, as a replay does.
             self._replay_end = max(self._replay_end, end)
             raise
-
-    def _memos_from(self, start: Position) -> list[Memo]:
-        """The memos of the lines from ``start`` on, contiguous, up to about ``max_rows`` rows."""
-        memos = self.log.memos
-        taken: list[Memo] = []
-        position, rows = start, 0
-        while memos and rows < self.max_rows:
-            memo = memos[0]
-            if memo.end <= position:  # already stored, read back from the file
-                memos.popleft()
-                continue
-            if memo.start != position:
-                break
-            taken.append(memos.popleft())
-            position = memo.end
-            rows += len(memo.value[1])
-        return taken
-
-    def memo_table(self, memos: list[Memo]) -> pa.Table:
-        """Wire-typed rows from memos of batch lines (``(shared columns, columns)``, as logged)."""
-        sizes = [len(memo.value[1]["event_id"]) for memo in memos]
-        columns = {}
-        for field in self._wire_schema:
-            values: list = []
-            if field.name in SHARED_EVENT_COLUMNS:
-                for memo, n in zip(memos, sizes, strict=True):
-                    values += [memo.value[0][field.name]] * n
-            else:
-                for memo in memos:
-                    values += memo.value[1][field.name]
-            columns[field.name] = pa.array(values, type=field.type)
-        return pa.table(columns, schema=self._wire_schema)
 
     def decode(self, data: bytes) -> pa.Table:
         """Log lines to wire-typed rows: batch lines (shared columns once) and single-row lines."""

@@ -3,11 +3,6 @@
 ``append`` returns once the bytes are on disk (written and ``fdatasync``'ed). Concurrent appends
 are gathered by one writer thread into a single write and a single sync, so many requests share
 the cost of one disk flush. Readers (the flusher) only ever see whole, synced lines.
-
-An append may carry a *memo*: the same data as Python objects. Once its line is durable the memo
-is kept, with the line's position, for the flusher, which then need not parse back what this
-process has just written. Memos are only a shortcut: the log's bytes stay the truth, and a line
-without its memo (dropped under memory pressure, or written by an earlier process) is read back.
 """
 
 from __future__ import annotations
@@ -18,11 +13,9 @@ import json
 import os
 import queue
 import threading
-from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -38,15 +31,6 @@ class Position:
     offset: int
 
 
-@dataclass(frozen=True)
-class Memo:
-    """What a durable line holds, as the appender built it, and where the line lies in the log."""
-
-    start: Position
-    end: Position
-    value: Any
-
-
 class LogClosed(RuntimeError):
     pass
 
@@ -57,22 +41,14 @@ def _segment_name(number: int) -> str:
 
 class DurableLog:
     def __init__(
-        self,
-        directory: Path,
-        *,
-        segment_bytes: int = 64 * 1024 * 1024,
-        max_group: int = 4096,
-        max_memos: int = 20_000,
+        self, directory: Path, *, segment_bytes: int = 64 * 1024 * 1024, max_group: int = 4096
     ) -> None:
         self.directory = directory
         self.segment_bytes = segment_bytes
         self.max_group = max_group
-        # Memos of durable lines, oldest first (appended by the writer thread, taken by the flusher).
-        self.memos: deque[Memo] = deque()
-        self.max_memos = max_memos
         directory.mkdir(parents=True, exist_ok=True)
         self._recover()
-        self._queue: queue.SimpleQueue[tuple[bytes, Future, Any] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[bytes, Future] | None] = queue.SimpleQueue()
         self._closed = False
         self._writer = threading.Thread(target=self._write_loop, name=f"log-{directory.name}", daemon=True)
         self._writer.start()
@@ -110,23 +86,23 @@ class DurableLog:
 
     # --- writing --------------------------------------------------------------------------------
 
-    def submit(self, payload: bytes, memo: Any = None) -> Future:
+    def submit(self, payload: bytes) -> Future:
         """Queue complete JSON lines; the future resolves once they are durable."""
         if self._closed:
             raise LogClosed("the log is closed")
         future: Future = Future()
-        self._queue.put((payload, future, memo))
+        self._queue.put((payload, future))
         return future
 
-    async def append(self, payload: bytes, memo: Any = None) -> None:
+    async def append(self, payload: bytes) -> None:
         if self._closed:
             raise LogClosed("the log is closed")
         future = asyncio.get_running_loop().create_future()
-        self._queue.put((payload, future, memo))
+        self._queue.put((payload, future))
         await future
 
-    def append_sync(self, payload: bytes, memo: Any = None) -> None:
-        self.submit(payload, memo).result()
+    def append_sync(self, payload: bytes) -> None:
+        self.submit(payload).result()
 
     def _write_loop(self) -> None:
         while True:
@@ -145,8 +121,8 @@ class DurableLog:
                 group.append(more)
             self._commit(group)
 
-    def _commit(self, group: list[tuple[bytes, Future | asyncio.Future, Any]]) -> None:
-        data = b"".join(payload for payload, _, _ in group)
+    def _commit(self, group: list[tuple[bytes, Future | asyncio.Future]]) -> None:
+        data = b"".join(payload for payload, _ in group)
         error: OSError | None = None
         try:
             view = memoryview(data)
@@ -157,24 +133,12 @@ class DurableLog:
         except OSError as exc:
             error = exc
         else:
-            self._keep_memos(group)
             self._size += len(data)
             self._durable = Position(self._segment, self._size)
-        _settle([waiter for _, waiter, _ in group], error)
+        _settle([waiter for _, waiter in group], error)
         if error is None and self._size >= self.segment_bytes:
             os.close(self._fd)
             self._open_segment(self._segment + 1)
-
-    def _keep_memos(self, group: list[tuple[bytes, Any, Any]]) -> None:
-        offset = self._size
-        for payload, _, memo in group:
-            end = offset + len(payload)
-            if memo is not None:
-                if len(self.memos) >= self.max_memos:
-                    # The flusher is behind (or stopped): it reads these lines back from the file.
-                    self.memos.clear()
-                self.memos.append(Memo(Position(self._segment, offset), Position(self._segment, end), memo))
-            offset = end
 
     # --- reading and checkpoints -----------------------------------------------------------------
 

@@ -146,12 +146,9 @@ class Ingest:
         return kept, rejected, len(rows) - len(kept)
 
     @contextmanager
-    def _claimed_batch(
-        self, columns: EventColumns, ctx: Context
-    ) -> Iterator[tuple[tuple[bytes, Any] | None, int]]:
-        """The log line of the events whose id is new with its memo (the flusher's copy; None when
-        no id is new) and the number of duplicates. Their ids stay claimed unless the body of the
-        ``with`` fails (the client retries)."""
+    def _claimed_batch(self, columns: EventColumns, ctx: Context) -> Iterator[tuple[bytes | None, int]]:
+        """The log line of the events whose id is new (None when none is) and the number of
+        duplicates. Their ids stay claimed unless the body of the ``with`` fails (the client retries)."""
         stored = self.flushers[EVENTS.name].stored
         site_id = ctx.site_id
         hashes = [key_hash(site_id, event_id) for event_id in columns["event_id"]]
@@ -161,8 +158,7 @@ class Ingest:
             columns = {name: list(compress(values, fresh)) for name, values in columns.items()}
         common = common_columns(ctx)
         try:
-            logged = (encode_event_batch(common, columns), (common, columns)) if columns["event_id"] else None
-            yield logged, duplicates
+            yield (encode_event_batch(common, columns) if columns["event_id"] else None), duplicates
         except BaseException:
             stored.release(compress(hashes, fresh))
             raise
@@ -170,9 +166,9 @@ class Ingest:
     async def _store_events(
         self, columns: EventColumns, failures: EventFailures, ctx: Context
     ) -> BatchResult:
-        with self._claimed_batch(columns, ctx) as (logged, duplicates):
-            if logged:
-                await self.logs[EVENTS.name].append(*logged)
+        with self._claimed_batch(columns, ctx) as (line, duplicates):
+            if line:
+                await self.logs[EVENTS.name].append(line)
         return _batch_result(columns, failures, duplicates)
 
     async def accept_events(self, raws: list[Any], ctx: Context) -> BatchResult:
@@ -185,9 +181,9 @@ class Ingest:
 
     def accept_events_sync(self, raws: list[Any], ctx: Context) -> BatchResult:
         columns, failures = event_log_columns(raws, ctx)
-        with self._claimed_batch(columns, ctx) as (logged, duplicates):
-            if logged:
-                self.logs[EVENTS.name].append_sync(*logged)
+        with self._claimed_batch(columns, ctx) as (line, duplicates):
+            if line:
+                self.logs[EVENTS.name].append_sync(line)
         return _batch_result(columns, failures, duplicates)
 
     async def accept_metrics(self, raws: list[Any], ctx: Context) -> BatchResult:

@@ -335,54 +335,6 @@ def test_replayed_lines_are_checked_against_the_lake_but_new_ones_are_not_checke
     assert count(second) == 3
 
 
-def test_rows_from_memos_equal_the_rows_read_back_from_the_log(data_dir, services):
-    """The flusher takes what this process just logged from memory; it must be exactly what the
-    log's bytes hold."""
-    service = open_ingest(services, data_dir, start=False)
-    service.accept_events_sync(
-        [
-            event("e1", consent={"analytics": True, "marketing": False}, value="12.50", currency="usd"),
-            event("e2", name="product_view", metadata={"productItemCode": " SKU-9 ", "n": [1, 2]}),
-            event("e3", name="category_view", entityId="Home > Garden", userId="u-1", journeyId="j-1"),
-        ],
-        ctx(client_platform="web", client_version="2.1"),
-    )
-    service.accept_events_sync([event("e4", timestamp="2011-03-05T00:00:00+02:00")], ctx(SITE_B))
-    durable_log = service.logs["events"]
-    data, _ = durable_log.read(durable_log.checkpoint())
-    flusher = service.flushers["events"]
-    from_memos = flusher.memo_table(list(durable_log.memos))
-    assert from_memos.num_rows == 4
-    assert from_memos.equals(flusher.decode(data))
-
-
-def test_lines_whose_memos_were_dropped_are_read_back_exactly_once(data_dir, services):
-    service = open_ingest(services, data_dir, start=False)
-    durable_log = service.logs["events"]
-    for batch in range(4):
-        service.accept_events_sync([event(f"b{batch}-{i}") for i in range(3)], ctx())
-    del durable_log.memos[1]  # a gap: the second line must come from the file
-    durable_log.memos.pop()  # and the last
-    assert service.flush() == 12
-    assert not durable_log.memos
-    assert durable_log.checkpoint() == durable_log.durable_end
-    assert sorted(r[0] for r in lake_sql(service, EVENTS, "SELECT event_id FROM {t}")) == sorted(
-        f"b{batch}-{i}" for batch in range(4) for i in range(3)
-    )
-
-
-def test_memos_are_dropped_rather_than_pile_up_when_nothing_flushes(tmp_path):
-    durable_log = DurableLog(tmp_path / "log", max_memos=3)
-    try:
-        for n in range(5):
-            durable_log.append_sync(b'{"n":%d}\n' % n, memo=n)
-        assert [memo.value for memo in durable_log.memos] == [3, 4]
-        assert durable_log.memos[-1].end == durable_log.durable_end
-        assert durable_log.memos[0].end == durable_log.memos[1].start
-    finally:
-        durable_log.close()
-
-
 def test_a_checkpoint_that_failed_after_the_write_does_not_store_twice_in_the_same_process(
     data_dir, services, monkeypatch
 ):
