@@ -6,7 +6,7 @@ Parquet files. Counts must match (a parity check is printed); ratios are ours / 
 
     .venv/bin/pip install -e '.[bench]'
     .venv/bin/python bench/queries_bench.py [--events 10000000] [--days 28] [--visitors EVENTS/20]
-        [--lake DIR] [--runs 3] [--skip funnel,cohort,journeys,overview,categories,associations,polars,chdb]
+        [--lake DIR] [--runs 3] [--skip funnel,cohort,journeys,overview,categories,revenue,associations,polars,chdb]
 
 Events are written a million at a time (never all in memory) and compacted. ``--lake DIR`` keeps the
 lake in DIR and reuses it when it already holds events. Every figure is the median of ``--runs``
@@ -45,6 +45,7 @@ from queries.funnel import FunnelQuery, funnel  # noqa: E402
 from queries.journeys import JourneyRange, journey_stats  # noqa: E402
 from queries.overview import Scope, overview  # noqa: E402
 from queries.products import ProductRange, product_associations  # noqa: E402
+from queries.revenue import ReportRange, revenue_overview  # noqa: E402
 from warehouse.compaction import compact_table  # noqa: E402
 from warehouse.engine import Engine  # noqa: E402
 from warehouse.lake import EVENTS, MONEY, ORDER_ITEM, ORDERS, ORDERS_SCHEMA, Lake  # noqa: E402
@@ -316,7 +317,7 @@ def main() -> None:
     parser.add_argument(
         "--skip",
         default="",
-        help="comma-separated: funnel, cohort, journeys, overview, categories, associations, polars, chdb",
+        help="comma-separated: funnel, cohort, journeys, overview, categories, revenue, associations, polars, chdb",
     )
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -396,6 +397,15 @@ def main() -> None:
         report["categoryConversion"] = {**figures, "viewers": result.metrics.viewers,
                                         "productViewers": result.metrics.product_viewers,
                                         "orders": result.metrics.orders, "machine": load}  # fmt: skip
+    if "revenue" not in skip:
+        # Sales per currency and per day over the whole range: the orders of ORDERS_SITE.
+        load = _load()
+        revenue_range = ReportRange(ORDERS_SITE, FIRST, last)
+        figures, result = measure(
+            lambda: revenue_overview(engine, revenue_range, site_currency="EUR"), args.runs
+        )
+        report["revenueOverview"] = {**figures, "orders": sum(row.orders for row in result.revenue_by_currency),
+                                     "machine": load}  # fmt: skip
     if "associations" not in skip:
         # One product's associations over the whole range: the most popular product (the most baskets to
         # read), for carts (SITE's add_to_cart events, one basket each), for orders (ORDERS_SITE) and for
