@@ -1,44 +1,44 @@
 -- Baskets for source=cart, mode=cart: the products added to one cart. A cart is the add_to_cart events
 -- of one session (a visitor's session id) between checkouts: a sale of that session, or a purchase
 -- event not naming a sale, closes the cart, and the next add_to_cart (strictly later) opens a new one.
-WITH adds AS (
-    SELECT visitor_id, session_id, ts, product_item_code AS code
+-- Sessions are keyed by a 64-bit hash of (visitor, session): joins and groups on one integer, not two
+-- strings; one scan reads both the add_to_cart and the purchase events.
+WITH scanned AS (
+    SELECT hash(visitor_id, session_id) AS session_key, name, ts, product_item_code AS code,
+        CASE WHEN name = 'purchase' THEN metadata END AS metadata
     FROM events
-    WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
-        AND ts >= $range_start AND ts < $range_end
-        AND name = 'add_to_cart' AND nullif(product_item_code, '') IS NOT NULL
+    WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end AND (name = 'add_to_cart' OR name = 'purchase')
+),
+adds AS (
+    SELECT session_key, ts, code
+    FROM scanned
+    WHERE name = 'add_to_cart' AND ts >= $range_start AND ts < $range_end AND nullif(code, '') IS NOT NULL
 ),
 sessions AS (
-    SELECT DISTINCT visitor_id, session_id FROM adds
+    SELECT DISTINCT session_key FROM adds
 ),
 sales AS (
-    SELECT order_id, visitor_id, session_id, ts
+    SELECT order_id, hash(visitor_id, session_id) AS session_key, ts
     FROM orders
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end AND NOT is_refund
 ),
 -- Only sessions with an add_to_cart need their checkouts; the purchase events' metadata is read for
 -- those alone.
-purchase_events AS (
-    SELECT e.visitor_id, e.session_id, e.ts, e.metadata
-    FROM events AS e
-    SEMI JOIN sessions AS s ON s.visitor_id = e.visitor_id AND s.session_id = e.session_id
-    WHERE e.site_id = $site_id AND e.date BETWEEN $scan_start AND $scan_end AND e.name = 'purchase'
-),
 checkouts AS (
-    SELECT c.visitor_id, c.session_id, c.ts
+    SELECT c.session_key, c.ts
     FROM sales AS c
-    SEMI JOIN sessions AS s ON s.visitor_id = c.visitor_id AND s.session_id = c.session_id
+    SEMI JOIN sessions AS s ON s.session_key = c.session_key
     UNION ALL
-    SELECT visitor_id, session_id, ts
-    FROM purchase_events
-    WHERE coalesce(json_extract_string(metadata, '$.orderId') NOT IN (SELECT order_id FROM sales), true)
+    SELECT p.session_key, p.ts
+    FROM scanned AS p
+    SEMI JOIN sessions AS s ON s.session_key = p.session_key
+    WHERE p.name = 'purchase'
+        AND coalesce(json_extract_string(p.metadata, '$.orderId') NOT IN (SELECT order_id FROM sales), true)
 ),
 numbered AS (
-    SELECT visitor_id, session_id, ts,
-        row_number() OVER (PARTITION BY visitor_id, session_id ORDER BY ts) AS cart
+    SELECT session_key, ts, row_number() OVER (PARTITION BY session_key ORDER BY ts) AS cart
     FROM checkouts
 )
-SELECT DISTINCT hash(a.visitor_id, a.session_id, coalesce(n.cart, 0)) AS basket, a.code
+SELECT DISTINCT hash(a.session_key, coalesce(n.cart, 0)) AS basket, a.code
 FROM adds AS a
-ASOF LEFT JOIN numbered AS n
-    ON n.visitor_id = a.visitor_id AND n.session_id = a.session_id AND a.ts > n.ts
+ASOF LEFT JOIN numbered AS n ON n.session_key = a.session_key AND a.ts > n.ts
