@@ -16,10 +16,9 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import duckdb
 from pydantic import BaseModel, ConfigDict
@@ -27,6 +26,7 @@ from pydantic.alias_generators import to_camel
 
 from queries import library
 from queries.money import MoneyTotal, format_amount, money_total
+from queries.ranges import LocalDays
 from warehouse.catalog.product_identity import product_id_for
 from warehouse.engine import Engine
 
@@ -203,28 +203,14 @@ class CategoryFilters(_Camel):
 
 
 @dataclass(frozen=True)
-class CategoryQuery:
+class CategoryQuery(LocalDays):
     """One site's category activity between two inclusive local days, for one category subtree (a
     normalised path) or every category (None)."""
 
-    site_id: str
-    start_date: date
-    end_date: date
-    timezone: str = "UTC"
     category_path: str | None = None
 
     def params(self) -> dict[str, Any]:
-        zone = ZoneInfo(self.timezone)
-        range_start = datetime.combine(self.start_date, time.min, zone)
-        range_end = datetime.combine(self.end_date + timedelta(days=1), time.min, zone)
-        return {
-            "site_id": self.site_id,
-            "range_start": range_start,
-            "range_end": range_end,
-            "scan_start": range_start.astimezone(UTC).date(),
-            "scan_end": (range_end - timedelta(microseconds=1)).astimezone(UTC).date(),
-            "category_path": self.category_path,
-        }
+        return {**super().params(), "category_path": self.category_path}
 
     def scope(self) -> CategoryScope:
         return CategoryScope(

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any, Literal
-from zoneinfo import ZoneInfo
 
 import duckdb
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,6 +25,7 @@ from ingest.consent import CATEGORIES
 from queries import library
 from queries.cohort import add_periods, bucket_start
 from queries.money import MoneyTotal, format_amount, money_total
+from queries.ranges import LocalDays
 from warehouse.engine import Engine
 
 Category = Literal["necessary", "analytics", "marketing", "preferences"]
@@ -49,35 +48,8 @@ class _Camel(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
-@dataclass(frozen=True)
-class ConsentRange:
+class ConsentRange(LocalDays):
     """A site and inclusive days in its time zone."""
-
-    site_id: str
-    start_date: date
-    end_date: date
-    timezone: str = "UTC"
-
-    @property
-    def zone(self) -> ZoneInfo:
-        return ZoneInfo(self.timezone)
-
-    @property
-    def range_start(self) -> datetime:
-        return datetime.combine(self.start_date, time.min, self.zone)
-
-    @property
-    def range_end(self) -> datetime:
-        return datetime.combine(self.end_date + timedelta(days=1), time.min, self.zone)
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "site_id": self.site_id,
-            "range_start": self.range_start,
-            "range_end": self.range_end,
-            "scan_start": self.range_start.astimezone(UTC).date(),
-            "scan_end": (self.range_end - timedelta(microseconds=1)).astimezone(UTC).date(),
-        }
 
 
 # --- response models -----------------------------------------------------------------------------------

@@ -12,13 +12,14 @@ converted: odds ratios then rest on a small class and swing with a few people.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from queries import library
+from queries.ranges import range_params
 from warehouse.engine import Engine
 
 SKEW_LOW, SKEW_HIGH = 0.1, 0.9
@@ -65,13 +66,7 @@ class CorrelationRange:
     end: datetime
 
     def params(self) -> dict[str, Any]:
-        return {
-            "site_id": self.site_id,
-            "range_start": self.start,
-            "range_end": self.end,
-            "scan_start": self.start.astimezone(UTC).date(),
-            "scan_end": (self.end - timedelta(microseconds=1)).astimezone(UTC).date(),
-        }
+        return range_params(self.site_id, self.start, self.end)
 
 
 def odds_ratio(*, success: int, failure: int, total_success: int, total_failure: int) -> float:

@@ -14,11 +14,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import duckdb
 import orjson
@@ -26,6 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from queries import library
+from queries.ranges import LocalDays
 from warehouse.engine import Engine
 
 STOREFRONT_PATH = ("page_view", "product_view", "add_to_cart", "checkout_begin", "purchase")
@@ -150,26 +149,8 @@ class SequencePage(_Camel):
     journeys: list[JourneySequence]
 
 
-@dataclass(frozen=True)
-class JourneyRange:
+class JourneyRange(LocalDays):
     """Journeys of a site whose first event falls between two inclusive days of the site time zone."""
-
-    site_id: str
-    start_date: date
-    end_date: date
-    timezone: str = "UTC"
-
-    def params(self) -> dict[str, Any]:
-        zone = ZoneInfo(self.timezone)
-        range_start = datetime.combine(self.start_date, time.min, zone)
-        range_end = datetime.combine(self.end_date + timedelta(days=1), time.min, zone)
-        return {
-            "site_id": self.site_id,
-            "range_start": range_start,
-            "range_end": range_end,
-            "scan_start": range_start.astimezone(UTC).date(),
-            "scan_end": (range_end - timedelta(microseconds=1)).astimezone(UTC).date(),
-        }
 
 
 # --- small pure helpers ------------------------------------------------------------------------------

@@ -10,9 +10,8 @@ across currencies. People are the linked user when a visitor was ever identified
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime
 from typing import Any, Literal
-from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
@@ -21,6 +20,7 @@ from pydantic.alias_generators import to_camel
 from ingest.event_names import EVENT_FAMILIES
 from queries import library
 from queries.money import MoneyTotal, format_amount, money_total
+from queries.ranges import LocalDays
 from warehouse.catalog.product_identity import product_id_for
 from warehouse.engine import Engine
 
@@ -35,26 +35,8 @@ class _Camel(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
-@dataclass(frozen=True)
-class ProductRange:
+class ProductRange(LocalDays):
     """Inclusive days of the site's time zone."""
-
-    site_id: str
-    start_date: date
-    end_date: date
-    timezone: str = "UTC"
-
-    def params(self) -> dict[str, Any]:
-        zone = ZoneInfo(self.timezone)
-        range_start = datetime.combine(self.start_date, time.min, zone)
-        range_end = datetime.combine(self.end_date + timedelta(days=1), time.min, zone)
-        return {
-            "site_id": self.site_id,
-            "range_start": range_start,
-            "range_end": range_end,
-            "scan_start": range_start.astimezone(UTC).date(),
-            "scan_end": (range_end - timedelta(microseconds=1)).astimezone(UTC).date(),
-        }
 
 
 class RangeOut(_Camel):

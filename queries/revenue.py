@@ -5,8 +5,7 @@ converted and never summed across currencies, and are formatted with the currenc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -16,6 +15,7 @@ from pydantic.alias_generators import to_camel
 
 from queries import library
 from queries.money import MoneyTotal, format_amount, money_total
+from queries.ranges import LocalDays
 from warehouse.engine import Engine
 
 
@@ -23,42 +23,14 @@ class _Camel(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
-@dataclass(frozen=True)
-class ReportRange:
+class ReportRange(LocalDays):
     """Whole days of the site's time zone, both ends included."""
-
-    site_id: str
-    start_date: date
-    end_date: date
-    timezone: str = "UTC"
 
     @classmethod
     def last_days(cls, *, site_id: str, days: int, timezone: str, now: datetime | None = None) -> ReportRange:
         """The last `days` days of the site's time zone, today included."""
         today = (now or datetime.now(UTC)).astimezone(ZoneInfo(timezone)).date()
         return cls(site_id, today - timedelta(days=days - 1), today, timezone)
-
-    def bounds(self) -> tuple[datetime, datetime]:
-        zone = ZoneInfo(self.timezone)
-        return (
-            datetime.combine(self.start_date, time.min, zone),
-            datetime.combine(self.end_date + timedelta(days=1), time.min, zone),
-        )
-
-    def params(self) -> dict[str, Any]:
-        start, end = self.bounds()
-        return {
-            "site_id": self.site_id,
-            "range_start": start,
-            "range_end": end,
-            "scan_start": start.astimezone(UTC).date(),
-            "scan_end": (end - timedelta(microseconds=1)).astimezone(UTC).date(),
-        }
-
-    def days(self) -> list[date]:
-        return [
-            self.start_date + timedelta(days=n) for n in range((self.end_date - self.start_date).days + 1)
-        ]
 
 
 # --- response models -------------------------------------------------------------------------------
