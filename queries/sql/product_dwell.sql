@@ -1,14 +1,8 @@
--- Dwell time of one product ($code) from its product_dwell_time events in the range: seconds from
--- metadata.dwellTimeSeconds (else dwellSeconds, durationSeconds; or milliseconds in dwellTimeMs,
--- durationMs). Durations missing, negative or above $max_seconds are counted apart, not measured.
+-- Dwell time of one product ($code) from its product_dwell_time events in the range, in seconds
+-- (`dwell_seconds`, warehouse/sql/people_views.sql). Durations missing, negative or above
+-- $max_seconds are counted apart, not measured.
 WITH dwell AS (
-    SELECT person_id, ts, coalesce(
-            TRY_CAST(json_extract_string(metadata, '$.dwellTimeSeconds') AS DOUBLE),
-            TRY_CAST(json_extract_string(metadata, '$.dwellSeconds') AS DOUBLE),
-            TRY_CAST(json_extract_string(metadata, '$.durationSeconds') AS DOUBLE),
-            TRY_CAST(json_extract_string(metadata, '$.dwellTimeMs') AS DOUBLE) / 1000,
-            TRY_CAST(json_extract_string(metadata, '$.durationMs') AS DOUBLE) / 1000
-        ) AS seconds
+    SELECT person_id, ts, dwell_seconds(metadata) AS seconds
     FROM events_people
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end

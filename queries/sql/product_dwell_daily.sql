@@ -1,12 +1,6 @@
 -- Dwell time of one product per day of the site's time zone (same durations as product_dwell.sql).
 WITH dwell AS (
-    SELECT ts, coalesce(
-            TRY_CAST(json_extract_string(metadata, '$.dwellTimeSeconds') AS DOUBLE),
-            TRY_CAST(json_extract_string(metadata, '$.dwellSeconds') AS DOUBLE),
-            TRY_CAST(json_extract_string(metadata, '$.durationSeconds') AS DOUBLE),
-            TRY_CAST(json_extract_string(metadata, '$.dwellTimeMs') AS DOUBLE) / 1000,
-            TRY_CAST(json_extract_string(metadata, '$.durationMs') AS DOUBLE) / 1000
-        ) AS seconds
+    SELECT ts, dwell_seconds(metadata) AS seconds
     FROM events
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end

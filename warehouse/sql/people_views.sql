@@ -20,3 +20,15 @@ CREATE OR REPLACE VIEW orders_people AS
 SELECT o.*, coalesce(nullif(o.user_id, ''), l.user_id, o.visitor_id) AS person_id
 FROM orders AS o
 LEFT JOIN visitor_users AS l ON l.site_id = o.site_id AND l.visitor_id = o.visitor_id;
+
+-- Shared vocabulary of the query library, beside the views it reads.
+
+-- Seconds a product_dwell_time event reports: metadata.dwellTimeSeconds, else dwellSeconds or
+-- durationSeconds, else milliseconds in dwellTimeMs or durationMs; NULL when none is a number.
+CREATE OR REPLACE MACRO dwell_seconds(metadata) AS coalesce(
+    TRY_CAST(json_extract_string(metadata, '$.dwellTimeSeconds') AS DOUBLE),
+    TRY_CAST(json_extract_string(metadata, '$.dwellSeconds') AS DOUBLE),
+    TRY_CAST(json_extract_string(metadata, '$.durationSeconds') AS DOUBLE),
+    TRY_CAST(json_extract_string(metadata, '$.dwellTimeMs') AS DOUBLE) / 1000,
+    TRY_CAST(json_extract_string(metadata, '$.durationMs') AS DOUBLE) / 1000
+);
