@@ -268,8 +268,7 @@ _NO_ACTIVITY = NodeMetrics(
 # --- running on one cursor ---------------------------------------------------------------------------
 
 
-def _run(cursor: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    return cursor.sql(library.sql(name), params=params).to_arrow_table().to_pylist()
+_run = library.rows_on
 
 
 @contextmanager

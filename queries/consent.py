@@ -217,8 +217,7 @@ def periods_of(start: date, end: date, interval: Interval) -> list[date]:
 # --- running on one cursor ---------------------------------------------------------------------------------
 
 
-def _rows(cursor: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    return cursor.sql(library.sql(name), params=params).to_arrow_table().to_pylist()
+_rows = library.rows_on
 
 
 @contextmanager

@@ -181,8 +181,7 @@ def _journey(row: dict[str, Any]) -> Journey:
 # --- running the shared steps on one cursor ------------------------------------------------------------
 
 
-def _run(cursor: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    return cursor.sql(library.sql(name), params=params).to_arrow_table().to_pylist()
+_run = library.rows_on
 
 
 def _execute(cursor: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 
 from warehouse.engine import Engine
@@ -26,6 +27,11 @@ def run(engine: Engine, name: str, params: dict[str, Any]) -> pa.Table:
         return cursor.sql(sql(name), params=params).to_arrow_table()
     finally:
         cursor.close()
+
+
+def rows_on(cursor: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """One named query on a cursor the caller holds (so its temporary tables are in sight), as rows."""
+    return cursor.sql(sql(name), params=params).to_arrow_table().to_pylist()
 
 
 def stream(
