@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from api.analytics.scope import AnalyticsSite
+from api.analytics.scope import AnalyticsSite, check_report_dates
 from api.errors import BadRequest
 from queries.correlations import CorrelationRange, Correlations, correlations
 
@@ -47,6 +47,7 @@ def get_correlations(
     conversionRate. `skewed` is true when under 10 % or over 90 % of the people converted (the odds
     ratios then rest on a small class and swing with a few people). People are the linked user when a
     visitor was ever identified, else the visitor. A bare date means midnight UTC."""
+    check_report_dates(*(moment.date() for moment in (start_date, end_date) if moment is not None))
     end = _utc(end_date) if end_date else datetime.now(UTC)
     start = _utc(start_date) if start_date else end - DEFAULT_SPAN
     if start >= end:

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 from fastapi.routing import APIRoute
 
-from api.analytics.scope import AnalyticsSite, date_range
+from api.analytics.scope import AnalyticsSite, Offset, date_range
 from api.errors import NotFound
 from queries.journeys import (
     Journey,
@@ -66,7 +66,6 @@ Range = Annotated[JourneyRange, Depends(journey_range)]
 Converted = Annotated[
     bool | None, Query(description="true: only journeys with a purchase; false: only those without.")
 ]
-Offset = Annotated[int, Query(ge=0)]
 
 
 @router.get("/journeys/{siteId}", response_model=JourneyPage, response_model_by_alias=True)

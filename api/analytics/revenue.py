@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.routing import APIRoute
 
-from api.analytics.scope import AnalyticsSite, date_range
+from api.analytics.scope import AnalyticsSite, Offset, date_range
 from api.errors import BadRequest
 from queries.attribution import (
     CLICK_NAMES,
@@ -163,7 +163,7 @@ def breakdown(
     ] = "last_touch",
     lookback_days: LookbackDays = DEFAULT_LOOKBACK_DAYS,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> RecommendationsBreakdown:
     """Every recommendation (`entityType` `recommendation`, by `entityId`) of the site `siteId`
     (required) with impressions or clicks in the range, or credit for a conversion in it: its

@@ -6,7 +6,7 @@ from datetime import date, datetime, timedelta
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
-from fastapi import Depends
+from fastapi import Depends, Query
 
 from api.auth.permissions import ANALYTICS_VIEW
 from api.deps import CurrentUser, StoreDep, load_owned_site
@@ -24,11 +24,33 @@ def analytics_site(store: StoreDep, principal: CurrentUser, siteId: str) -> dict
 AnalyticsSite = Annotated[dict[str, Any], Depends(analytics_site)]
 
 
+# Dates a report may name: the lake holds nothing older (events before 2000 are refused on ingest), and
+# the bounds keep every computed instant (a day's end, a local midnight) inside what datetime can hold.
+EARLIEST_DATE = date(1970, 1, 1)
+LATEST_DATE = date(9000, 12, 31)
+
+
+def check_report_dates(*days: date | None) -> None:
+    for day in days:
+        if day is not None and not EARLIEST_DATE <= day <= LATEST_DATE:
+            raise BadRequest(
+                f"dates must be between {EARLIEST_DATE} and {LATEST_DATE}; got {day}",
+                code="DATE_OUT_OF_RANGE",
+            )
+
+
 def date_range(site: dict[str, Any], start: date | None, end: date | None) -> tuple[date, date]:
     """Inclusive dates in the site's time zone; the last 30 days by default."""
+    check_report_dates(start, end)
     today = datetime.now(ZoneInfo(site["timezone"])).date()
     end = end or today
     start = start or end - timedelta(days=29)
     if start > end:
         raise BadRequest("startDate must not be after endDate", code="DATE_RANGE_INVALID")
     return start, end
+
+
+# Paging deeper than this is refused with a 400 rather than handed to the engine (whose OFFSET is a
+# 64-bit integer: a larger number was a 500).
+MAX_OFFSET = 10_000_000
+Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description=f"Rows to skip (0 to {MAX_OFFSET:,}).")]

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from api.analytics.scope import AnalyticsSite, date_range
+from api.analytics.scope import AnalyticsSite, Offset, date_range
 from api.errors import BadRequest
 from ingest.event_names import CANONICAL_EVENT_NAMES
 from queries.overview import Scope, event_breakdown, overview
@@ -17,7 +17,6 @@ router = APIRouter(prefix="/analytics/sites/{siteId}", tags=["analytics"])
 
 Days = Annotated[int, Query(ge=1, le=365, description="The last N UTC days, today included.")]
 Limit = Annotated[int, Query(ge=1, le=500)]
-Offset = Annotated[int, Query(ge=0)]
 DATA_LAYER_SOURCE = "dataLayer"
 
 
