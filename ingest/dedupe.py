@@ -65,10 +65,15 @@ class RecentKeys:
     def claim(self, hashes: list[int]) -> list[bool]:
         """``filter_new`` that also remembers the new hashes at once, so a re-send that arrives
         before the first copy reaches the lake is already a duplicate."""
-        fresh = []
         with self._lock:
             bucket = self._bucket(None)
             known = self._all
+            if known.isdisjoint(hashes) and len(set(hashes)) == len(hashes):
+                # The usual batch: every key new and none repeated; set operations in C.
+                known.update(hashes)
+                bucket.update(hashes)
+                return [True] * len(hashes)
+            fresh = []
             for hashed in hashes:
                 new = hashed not in known
                 if new:

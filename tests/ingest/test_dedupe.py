@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from ingest.dedupe import BUCKET_SECONDS, WINDOW_SECONDS, RecentKeys
 
 
@@ -56,3 +59,16 @@ def test_a_key_added_twice_lives_in_one_bucket():
     clock.now += WINDOW_SECONDS / 2 + 2 * BUCKET_SECONDS
     keys.add_all([])
     assert 1 not in keys
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(min_value=0, max_value=40), max_size=12), max_size=8))
+def test_claim_answers_as_a_plain_set_would(batches):
+    keys, seen = RecentKeys(), set()
+    for batch in batches:
+        expected = []
+        for key in batch:
+            expected.append(key not in seen)
+            seen.add(key)
+        assert keys.claim(batch) == expected
+    assert len(keys) == len(seen)
