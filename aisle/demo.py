@@ -1,13 +1,16 @@
 """The demo organisation: verified sites and a login, created idempotently, with demo traffic.
 
 Besides the original "Demo Gift Shop" (no data), three verified sites priced in EUR, USD and JPY
-get weeks of generated storefront traffic (``aisle.demo_data``) in the lake. The traffic is loaded
-in the same config-store transaction that creates its site, so a site exists only with its data,
-and re-running never loads it twice.
+get weeks of generated storefront traffic (``aisle.demo_data``) in the lake: events, orders and
+consent records, each through the ingest service's own call for it (consent records through
+``Ingest.accept_consent``, as the public consent route stores them). The traffic is loaded in the
+same config-store transaction that creates its site, so a site exists only with its data, and
+re-running never loads it twice.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -38,6 +41,7 @@ DEMO_DAYS = 56
 DEMO_SEED = 7
 EVENT_BATCH = 500
 ORDER_BATCH = 200
+CONSENT_BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -96,9 +100,13 @@ def load_traffic(
         historical=True,
     )
     catalog = make_catalog(random.Random(seed), products=DEFAULT_PRODUCTS, currency=site["currency"])
-    counts = {"sessions": 0, "eventsAccepted": 0, "eventsRejected": 0, "orders": 0, "ordersRejected": 0}
+    counts = {
+        "sessions": 0, "eventsAccepted": 0, "eventsRejected": 0, "orders": 0, "ordersRejected": 0,
+        "consents": 0, "consentsRejected": 0,
+    }  # fmt: skip
     events: list[dict[str, Any]] = []
     orders: list[dict[str, Any]] = []
+    consents: list[dict[str, Any]] = []
 
     def send_events() -> None:
         result = ingest.accept_events_sync(events, ctx)
@@ -110,6 +118,22 @@ def load_traffic(
         ingest.store_orders_sync(orders)
         counts["orders"] += len(orders)
         orders.clear()
+
+    def send_consents() -> None:
+        # Concurrently, so that the durable log commits them in groups (one fsync per group).
+        async def accept_all() -> list[Any]:
+            return await asyncio.gather(
+                *(ingest.accept_consent(raw, ctx) for raw in consents), return_exceptions=True
+            )
+
+        for outcome in asyncio.run(accept_all()):
+            if isinstance(outcome, Rejected):
+                counts["consentsRejected"] += 1
+            elif isinstance(outcome, BaseException):
+                raise outcome
+            else:
+                counts["consents"] += 1
+        consents.clear()
 
     for item in generate_site_traffic(
         seed=seed,
@@ -125,6 +149,10 @@ def load_traffic(
             events.extend(item["events"])
             if len(events) >= EVENT_BATCH:
                 send_events()
+        elif item["kind"] == "consent":
+            consents.append(item["consent"])
+            if len(consents) >= CONSENT_BATCH:
+                send_consents()
         else:
             try:
                 orders.append(ingest.order(item["order"], ctx))
@@ -136,6 +164,8 @@ def load_traffic(
         send_events()
     if orders:
         send_orders()
+    if consents:
+        send_consents()
     ingest.flush()
     return counts
 

@@ -9,17 +9,30 @@ only from the explicit ``end`` date: the same arguments always give byte-identic
 * ``{"kind": "events", "events": [...]}``: one session's events, in the wire format of the
   events API (camelCase keys, ISO 8601 timestamps in UTC with ``Z``);
 * ``{"kind": "order", "order": {...}}``: the order a purchasing session placed, in the wire
-  format of the orders API, right after that session's events.
+  format of the orders API, right after that session's events;
+* ``{"kind": "consent", "consent": {...}}``: a consent decision made in that session, in the wire
+  format of the public consent route, after the session's events and order.
+
+Besides the funnel (pages, categories, search, products, cart, checkout, orders) a session carries
+what the commerce analytics read: product clicks from search results, category listings, widgets
+and recommendations; ``product_dwell_time`` events; impressions and clicks of campaigns, widgets and
+recommendations (``entityType``/``entityId``, see ``CAMPAIGN_IDS``, ``WIDGET_IDS``,
+``RECOMMENDATION_IDS``); category filters with a name and a value; consent decisions, and the
+consent state on some events. Those events are decided and timed by a second random stream per
+visitor (``_Visitor.extra``), so the funnel's own draws, and with them the sessions, carts and orders,
+are the same as without them.
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
+import math
 import random
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -63,6 +76,37 @@ CAMPAIGNS = {
     "https://www.instagram.com/": "instagram",
     "https://www.pinterest.com/": "pinterest",
     "https://mail.example.com/": "newsletter",
+}
+# Storefront placements the commerce analytics attribute conversions to (`entityType`/`entityId`).
+HOME_CAMPAIGN = "homepage-hero"
+POPUP_CAMPAIGN = "welcome-popup"
+CAMPAIGN_IDS = (*CAMPAIGNS.values(), HOME_CAMPAIGN, POPUP_CAMPAIGN)  # the utm ones on landing
+HOME_WIDGET = "bestsellers-carousel"
+CATEGORY_WIDGET = "new-arrivals"
+WIDGET_IDS = (HOME_WIDGET, CATEGORY_WIDGET)
+RECOMMENDATION_IDS = ("similar-products", "frequently-bought-together")
+RECOMMENDATION_WEIGHTS = (7, 3)
+# Shares of the pages that show a placement, and of the next navigations that come from a click on it.
+HERO_SHOWN, HERO_CLICKED = 0.40, 0.20
+HOME_WIDGET_SHOWN, CATEGORY_WIDGET_SHOWN, WIDGET_CLICKED = 0.40, 0.08, 0.30
+RECOMMENDATIONS_SHOWN, RECOMMENDATION_CLICKED = 0.15, 0.35
+LISTING_CLICKED, SEARCH_RESULT_CLICKED = 0.30, 0.60
+POPUP_SHOWN, POPUP_SIGNUP = 0.35, 0.22
+# Dwell time on a product page: reported for about a fifth of product views, lognormal around half a
+# minute (mostly 5-180 s), a few long reads, nothing beyond 20 minutes.
+DWELL_REPORTED = 0.22
+DWELL_MEDIAN_SECONDS, DWELL_SIGMA = 30.0, 0.95
+DWELL_LONG_READ, DWELL_LONG_MEDIAN_SECONDS = 0.05, 240.0
+DWELL_MAX_SECONDS = 1200.0
+# Consent: most first visits answer the banner; undecided visitors see it again; a few change their mind.
+CONSENT_DECIDES, CONSENT_ASKED_AGAIN, CONSENT_CHANGED = 0.88, 0.5, 0.03
+# Events that carry the visitor's consent state (besides the first event of each session after a decision).
+CONSENT_CARRIERS = frozenset({"identify", "add_to_cart", "checkout_begin", "purchase"})
+SORTS = {"price": "price_asc", "newest": "newest", "popular": "popular"}
+PRICE_BANDS = {
+    "EUR": ("0-25", "25-50", "50-100", "100+"),
+    "USD": ("0-25", "25-50", "50-100", "100+"),
+    "JPY": ("0-4000", "4000-8000", "8000-16000", "16000+"),
 }
 ZERO_RESULT_QUERIES = ("gift card", "unicorn lamp", "teh mug", "vinyl records", "xmas jumper", "drone")
 
@@ -160,9 +204,18 @@ def make_catalog(rng: random.Random, *, products: int, currency: str = "EUR") ->
 # --- helpers -------------------------------------------------------------------------------------------
 
 
+@functools.cache
+def _day_text(day: int) -> str:
+    return (date(1970, 1, 1) + timedelta(days=day)).isoformat()
+
+
 def _iso(ms: int) -> str:
-    moment = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    """``ms`` since the epoch as ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (a day's text is made once: this is hot)."""
+    day, rest = divmod(ms, DAY_MS)
+    seconds, milli = divmod(rest, 1000)
+    hours, seconds = divmod(seconds, 3600)
+    minutes, seconds = divmod(seconds, 60)
+    return f"{_day_text(day)}T{hours:02d}:{minutes:02d}:{seconds:02d}.{milli:03d}Z"
 
 
 def _uuid(rng: random.Random) -> str:
@@ -238,6 +291,10 @@ class _Visitor:
     def __init__(self, *, seed: int, currency: str, index: int, start_ms: int, end_ms: int) -> None:
         self.index = index
         self.rng = rng = random.Random(f"aisle-demo:{seed}:{currency}:{index}")
+        # The commerce events' own stream: they never draw from `rng`, so the funnel stays as it was.
+        self.extra = random.Random(f"aisle-demo-commerce:{seed}:{currency}:{index}")
+        self.consent: dict[str, bool] | None = None  # the state after the latest decision
+        self.consents = 0
         self.visitor_id = _uuid(rng)
         self.user_id: str | None = None
         self.identifies = rng.random() < IDENTIFYING_VISITORS
@@ -294,6 +351,7 @@ class _Session:
         self.shop = shop
         self.visitor = visitor
         self.rng = visitor.rng
+        self.extra = visitor.extra
         self.number = number
         self.ms = start_ms
         self.seed = seed
@@ -303,17 +361,28 @@ class _Session:
         self.referrer: str | None = None
         self.order: dict[str, Any] | None = None
         self.viewed: list[Product] = []
+        self.campaign: str | None = None
+        self.consents: list[dict[str, Any]] = []
+        self.funnel_events = 0  # events drawn from `rng`; identification waits for a number of them
+        self.pages = 0
+        # What the current page shows that a click can come from: (kind, id) pairs.
+        self.shown: tuple[tuple[str, str], ...] = ()
         self.identify_at = (
             self.rng.randint(1, 5) if number == visitor.identify_session and visitor.user_id is None else None
         )
 
     # --- emitting --------------------------------------------------------------------------------
 
-    def tick(self, low_s: int = 4, high_s: int = 75) -> None:
-        self.ms += self.rng.randint(low_s * 1000, high_s * 1000)
+    def tick(self, low_s: int = 4, high_s: int = 75, *, extra: bool = False) -> None:
+        self.ms += (self.extra if extra else self.rng).randint(low_s * 1000, high_s * 1000)
 
-    def emit(self, name: str, *, entity_type=None, entity_id=None, metadata=None, value=None, currency=None):
+    def emit(
+        self, name: str, *, entity_type=None, entity_id=None, metadata=None, value=None, currency=None,
+        extra: bool = False,
+    ):  # fmt: skip
+        """One event; ``extra`` for the commerce events, which draw from the visitor's second stream."""
         visitor = self.visitor
+        first = not self.events
         event: dict[str, Any] = {
             "name": name,
             "timestamp": _iso(self.ms),
@@ -335,30 +404,43 @@ class _Session:
         if value is not None:
             event["value"] = _money(value)
             event["currency"] = currency
+        if visitor.consent is not None and (first or name in CONSENT_CARRIERS):
+            event["consent"] = dict(visitor.consent)
         self.events.append(event)
-        self.ms += self.rng.randint(50, 900)
+        if extra:
+            self.ms += self.extra.randint(50, 900)
+        else:
+            self.funnel_events += 1
+            self.ms += self.rng.randint(50, 900)
 
     def page(self, url: str, **view) -> None:
         """Open a page: a page_view, then the page's own event (category_view, product_view...)."""
         if self.events:  # the session starts with its first page
             self.tick()
         self.referrer, self.url = self.url, url
+        self.shown = ()
+        self.pages += 1
         self.emit("page_view", entity_type="page", entity_id=url.removeprefix(self.shop.base_url) or "/")
         if view:
             self.emit(**view)
+        if self.pages == 1:
+            self.arrive()
+        elif self.pages == 2 and self.number == 0:
+            self.welcome_popup()
         self.maybe_identify()
 
     def maybe_identify(self, *, force: bool = False) -> None:
         visitor = self.visitor
         if self.identify_at is None or visitor.user_id is not None:
             return
-        if force or len(self.events) >= self.identify_at:
+        if force or self.funnel_events >= self.identify_at:
             visitor.user_id = f"cust-{visitor.rng.getrandbits(40):010x}"
             method = "signup" if self.rng.random() < 0.4 else "login"
             self.emit("identify", entity_type="user", entity_id=visitor.user_id, metadata={"method": method})
             self.identify_at = None
 
     def view_category(self, path: str) -> None:
+        self.click_to_category(path)
         self.page(
             self.shop.category_url(path),
             name="category_view",
@@ -366,13 +448,25 @@ class _Session:
             entity_id=path,
             metadata={"categoryPath": path},
         )
+        self.show_category(path)
         if self.rng.random() < 0.12:
             self.tick(3, 20)
             sort = self.rng.choice(("price", "newest", "popular"))
+            name, value = self.category_filter(sort)
             self.emit("category_filter", entity_type="category", entity_id=path,
-                      metadata={"categoryPath": path, "filter": sort})  # fmt: skip
+                      metadata={"categoryPath": path, "filterName": name, "filterValue": value})  # fmt: skip
+
+    def category_filter(self, sort: str) -> tuple[str, str]:
+        """A filter of the listing: a sort order (the funnel's draw), a price band or a colour."""
+        roll = self.extra.random()
+        if roll < 0.5:
+            return "sort", SORTS[sort]
+        if roll < 0.8:
+            return "price", self.extra.choice(PRICE_BANDS[self.shop.currency])
+        return "colour", self.extra.choice(COLOURS)
 
     def view_product(self, product: Product) -> None:
+        self.click_to_product(product)
         self.page(
             self.shop.product_url(product),
             name="product_view",
@@ -381,6 +475,130 @@ class _Session:
             metadata=_product_meta(product),
         )
         self.viewed.append(product)
+        self.show_product(product)
+
+    # --- commerce events: placements, clicks, dwell time, consent (all from `extra`) ---------------
+
+    def arrive(self) -> None:
+        """On the session's first page: the campaign click of a utm landing, and the consent banner."""
+        extra, visitor = self.extra, self.visitor
+        if self.campaign is not None:
+            medium = "email" if self.campaign == "newsletter" else "social"
+            self.emit("click", entity_type="campaign", entity_id=self.campaign,
+                      metadata={"utmSource": self.campaign, "utmMedium": medium}, extra=True)  # fmt: skip
+        if visitor.consent is None:
+            if (
+                self.number == 0 or extra.random() < CONSENT_ASKED_AGAIN
+            ) and extra.random() < CONSENT_DECIDES:
+                self.tick(2, 15, extra=True)
+                self.record_consent(self.banner_choice(), "banner")
+        elif extra.random() < CONSENT_CHANGED:
+            self.tick(5, 40, extra=True)
+            self.record_consent({"marketing": not visitor.consent.get("marketing")}, "preference_center")
+
+    def banner_choice(self) -> dict[str, bool]:
+        roll = self.extra.random()
+        if roll < 0.58:
+            return {"necessary": True, "analytics": True, "marketing": True, "preferences": True}
+        if roll < 0.80:
+            return {"necessary": True, "analytics": False, "marketing": False, "preferences": False}
+        extra = self.extra
+        return {"necessary": True, "analytics": extra.random() < 0.7, "marketing": extra.random() < 0.35,
+                "preferences": extra.random() < 0.5}  # fmt: skip
+
+    def record_consent(self, categories: dict[str, bool], source: str) -> None:
+        """A consent record as the public consent route takes it; later events carry the new state."""
+        visitor = self.visitor
+        visitor.consents += 1
+        visitor.consent = {**(visitor.consent or {}), **categories}
+        record: dict[str, Any] = {
+            "consentId": f"{visitor.visitor_id}-c{visitor.consents:02d}",
+            "visitorId": visitor.visitor_id,
+            "sessionId": self.session_id,
+        }
+        if visitor.user_id is not None:
+            record["userId"] = visitor.user_id
+        record.update(categories=categories, source=source, timestamp=_iso(self.ms))
+        self.consents.append(record)
+        self.ms += self.extra.randint(50, 900)
+
+    def welcome_popup(self) -> None:
+        """The newsletter popup on a first visit's second page: signed up, else closed."""
+        extra = self.extra
+        if extra.random() >= POPUP_SHOWN:
+            return
+        self.tick(3, 12, extra=True)
+        self.emit("impression", entity_type="campaign", entity_id=POPUP_CAMPAIGN,
+                  metadata={"placement": "popup", "offer": "10% off the first order"}, extra=True)  # fmt: skip
+        self.tick(2, 20, extra=True)
+        action = "click" if extra.random() < POPUP_SIGNUP else "close"
+        self.emit(action, entity_type="campaign", entity_id=POPUP_CAMPAIGN,
+                  metadata={"placement": "popup"}, extra=True)  # fmt: skip
+
+    def show_home(self) -> None:
+        extra, shown = self.extra, []
+        if extra.random() < HERO_SHOWN:
+            self.emit("impression", entity_type="campaign", entity_id=HOME_CAMPAIGN,
+                      metadata={"placement": "hero"}, extra=True)  # fmt: skip
+            shown.append(("campaign", HOME_CAMPAIGN))
+        if extra.random() < HOME_WIDGET_SHOWN:
+            self.emit("widget_impression", entity_type="widget", entity_id=HOME_WIDGET,
+                      metadata={"placement": "home", "itemCount": 8}, extra=True)  # fmt: skip
+            shown.append(("widget", HOME_WIDGET))
+        self.shown = tuple(shown)
+
+    def show_category(self, path: str) -> None:
+        shown = [("listing", path)]
+        if self.extra.random() < CATEGORY_WIDGET_SHOWN:
+            self.emit("widget_impression", entity_type="widget", entity_id=CATEGORY_WIDGET,
+                      metadata={"placement": "category", "categoryPath": path, "itemCount": 6}, extra=True)  # fmt: skip
+            shown.insert(0, ("widget", CATEGORY_WIDGET))
+        self.shown = tuple(shown)
+
+    def show_product(self, product: Product) -> None:
+        """A product page: sometimes a recommendation widget, sometimes a dwell time report on leaving."""
+        extra = self.extra
+        if extra.random() < RECOMMENDATIONS_SHOWN:
+            widget = extra.choices(RECOMMENDATION_IDS, weights=RECOMMENDATION_WEIGHTS)[0]
+            self.emit("impression", entity_type="recommendation", entity_id=widget,
+                      metadata={"placement": "product_page", "sourceProductItemCode": product.product_item_code,
+                                "itemCount": 4}, extra=True)  # fmt: skip
+            self.shown = (("recommendation", widget),)
+        if extra.random() < DWELL_REPORTED:
+            median = DWELL_LONG_MEDIAN_SECONDS if extra.random() < DWELL_LONG_READ else DWELL_MEDIAN_SECONDS
+            seconds = round(
+                min(max(extra.lognormvariate(math.log(median), DWELL_SIGMA), 1.0), DWELL_MAX_SECONDS), 1
+            )
+            self.ms += int(seconds * 1000)
+            self.emit("product_dwell_time", entity_type="product", entity_id=product.product_item_code,
+                      metadata={**_product_meta(product), "dwellTimeSeconds": seconds}, extra=True)  # fmt: skip
+
+    def click_to_product(self, product: Product) -> None:
+        """Sometimes the way to the next product page is a click on what the current page shows."""
+        extra, meta = self.extra, _product_meta(product)
+        for kind, entity in self.shown:
+            if kind == "search" and extra.random() < SEARCH_RESULT_CLICKED:
+                self.emit("product_click", entity_type="product", entity_id=product.product_item_code,
+                          metadata={**meta, "list": "search", "query": entity, "position": extra.randint(1, 8)},
+                          extra=True)  # fmt: skip
+            elif kind in ("recommendation", "widget") and extra.random() < (
+                RECOMMENDATION_CLICKED if kind == "recommendation" else WIDGET_CLICKED
+            ):
+                self.emit("product_click", entity_type=kind, entity_id=entity,
+                          metadata={**meta, "position": extra.randint(1, 4)}, extra=True)  # fmt: skip
+            elif kind == "listing" and product.category_path == entity and extra.random() < LISTING_CLICKED:
+                self.emit("product_click", entity_type="product", entity_id=product.product_item_code,
+                          metadata={**meta, "list": "category", "position": extra.randint(1, 24)}, extra=True)  # fmt: skip
+            else:
+                continue
+            self.tick(1, 4, extra=True)
+            return
+
+    def click_to_category(self, path: str) -> None:
+        if ("campaign", HOME_CAMPAIGN) in self.shown and self.extra.random() < HERO_CLICKED:
+            self.emit("click", entity_type="campaign", entity_id=HOME_CAMPAIGN,
+                      metadata={"placement": "hero", "target": self.shop.category_url(path)}, extra=True)  # fmt: skip
+            self.tick(1, 4, extra=True)
 
     # --- the journey -----------------------------------------------------------------------------
 
@@ -390,13 +608,14 @@ class _Session:
         referrer = rng.choices([r for r, _ in REFERRERS], weights=[w for _, w in REFERRERS])[0]
         if returning and rng.random() < 0.5:
             referrer = None  # returning visitors often come back directly
-        campaign = CAMPAIGNS.get(referrer or "")
+        campaign = self.campaign = CAMPAIGNS.get(referrer or "")
         self.url = referrer
 
         landing = rng.random()
         suffix = f"?utm_source={campaign}" if campaign else ""
         if landing < 0.45:
             self.page(f"{shop.base_url}/{suffix}")
+            self.show_home()
         elif landing < 0.75:
             path = shop.leaf(rng)
             self.view_category_url(path, suffix)
@@ -431,6 +650,7 @@ class _Session:
             entity_id=path,
             metadata={"categoryPath": path},
         )
+        self.show_category(path)
 
     def view_product_url(self, product: Product, suffix: str) -> None:
         self.page(
@@ -441,6 +661,7 @@ class _Session:
             metadata=_product_meta(product),
         )
         self.viewed.append(product)
+        self.show_product(product)
 
     def search(self) -> None:
         rng, shop = self.rng, self.shop
@@ -456,6 +677,7 @@ class _Session:
             return
         results = len(shop.by_leaf[leaf][0])
         self.emit("search_results", metadata={"query": query, "resultCount": results})
+        self.shown = (("search", query),)
         if rng.random() < 0.7:
             self.view_product(shop.product(rng, leaf))
 
@@ -628,3 +850,5 @@ def generate_site_traffic(
         yield {"kind": "events", "events": session.events}
         if session.order is not None:
             yield {"kind": "order", "order": session.order}
+        for record in session.consents:
+            yield {"kind": "consent", "consent": record}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import statistics
 from collections import Counter, defaultdict
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -11,12 +12,30 @@ import duckdb
 import orjson
 import pytest
 
-from aisle.demo import DEMO_TRAFFIC_SITES, load_demo
-from aisle.demo_data import CATEGORY_TREE, generate_site_traffic, make_catalog
+from aisle import demo_data
+from aisle.demo import DEMO_TRAFFIC_SITES, load_demo, load_traffic
+from aisle.demo_data import (
+    CAMPAIGN_IDS,
+    CATEGORY_TREE,
+    RECOMMENDATION_IDS,
+    WIDGET_IDS,
+    generate_site_traffic,
+    make_catalog,
+)
+from ingest.consent import consent_row
 from ingest.normalise import Context, event_row, order_row
 from ingest.service import Ingest
+from queries.attribution import entity_revenue, recommendations_breakdown
+from queries.categories import CategoryQuery, category_filters, category_products
+from queries.consent import ConsentRange, consent_impact, consent_stats
+from queries.overview import Scope
+from queries.products import ProductRange, product_dwell
+from queries.revenue import ReportRange
+from queries.search_analytics import top_products, top_queries, zero_result_queries
 from warehouse.catalog import sites, users
+from warehouse.catalog.product_identity import product_id_for
 from warehouse.catalog.store import create_store_engine, migrate
+from warehouse.engine import Engine
 
 END = date(2024, 6, 3)
 DAYS = 56
@@ -39,6 +58,10 @@ def events_of(items: list[dict]) -> list[dict]:
 
 def orders_of(items: list[dict]) -> list[dict]:
     return [item["order"] for item in items if item["kind"] == "order"]
+
+
+def consents_of(items: list[dict]) -> list[dict]:
+    return [item["consent"] for item in items if item["kind"] == "consent"]
 
 
 def context(currency: str) -> Context:
@@ -97,9 +120,11 @@ def test_every_event_and_order_passes_ingest_validation(generated, currency):
     assert len({row["event_id"] for row in rows}) == len(rows)
     orders = [order_row(order, ctx) for order in orders_of(items)]
     assert len({row["order_id"] for row in orders}) == len(orders)
+    records = [consent_row(record, ctx) for record in consents_of(items)]  # as the consent route checks them
+    assert records and len({row["consent_id"] for row in records}) == len(records)
     start = datetime(END.year, END.month, END.day, tzinfo=UTC) - timedelta(days=DAYS)
     low, high = int(start.timestamp() * 1e6), int(ctx.received_at.timestamp() * 1e6) - 3600 * 10**6
-    assert all(low <= row["ts"] <= high for row in rows + orders)
+    assert all(low <= row["ts"] <= high for row in rows + orders + records)
     product_rows = [r for r in rows if r["name"] == "product_view"]
     assert all(r["product_item_code"].startswith("SKU-") for r in product_rows)
     assert all(" > " in r["category_path"] for r in rows if r["name"] == "category_view")
@@ -188,13 +213,265 @@ def test_some_orders_are_in_another_currency_and_their_totals_add_up(generated):
     assert 0.01 * total < others < 0.12 * total
 
 
+# --- the commerce traffic ------------------------------------------------------------------------------
+
+TOUCH_NAMES = (
+    "impression",
+    "view",
+    "widget_impression",
+    "widget_view",
+    "product_impression",
+    "click",
+    "product_click",
+)
+FUNNEL_NAMES = (
+    "page_view", "product_view", "category_view", "category_filter", "search_query", "search_results",
+    "search_zero_results", "identify", "add_to_cart", "remove_from_cart", "cart_restore", "cart_abandon",
+    "checkout_begin", "checkout_progress", "purchase",
+)  # fmt: skip
+
+
+def touchpoint(event: dict) -> bool:
+    return (
+        event["name"] in TOUCH_NAMES
+        and event.get("entityType") in ("campaign", "widget", "recommendation")
+        and bool(event.get("entityId"))
+    )
+
+
+def test_the_commerce_events_draw_from_their_own_stream_and_leave_the_funnel_alone(monkeypatch):
+    def funnel(items):
+        sessions = [[e["name"] for e in item["events"] if e["name"] in FUNNEL_NAMES] for item in items
+                    if item["kind"] == "events"]  # fmt: skip
+        orders = [
+            {k: v for k, v in o.items() if k not in ("timestamp", "journeyId")} for o in orders_of(items)
+        ]
+        return sessions, orders
+
+    with_them = traffic("JPY", visitors=300)
+    for share in ("HERO_SHOWN", "HOME_WIDGET_SHOWN", "CATEGORY_WIDGET_SHOWN", "RECOMMENDATIONS_SHOWN",
+                  "LISTING_CLICKED", "SEARCH_RESULT_CLICKED", "POPUP_SHOWN", "DWELL_REPORTED", "CONSENT_DECIDES"):  # fmt: skip
+        monkeypatch.setattr(demo_data, share, 0.0)
+    without = traffic("JPY", visitors=300)
+    # Left: the funnel, and the campaign click each utm landing reports.
+    others = [e for e in events_of(without) if e["name"] not in FUNNEL_NAMES]
+    assert others and all(e["name"] == "click" and "utmSource" in e["metadata"] for e in others)
+    assert not consents_of(without)
+    assert funnel(with_them) == funnel(without)
+    assert len(events_of(with_them)) > 1.15 * len(events_of(without))
+
+
+@pytest.mark.parametrize("currency", CURRENCIES)
+def test_commerce_events_are_a_few_percent_each_and_name_every_placement(generated, currency):
+    events = events_of(generated[currency])
+    names = Counter(e["name"] for e in events)
+    for name in ("product_dwell_time", "product_click", "impression", "widget_impression", "click"):
+        assert 0.01 < names[name] / len(events) < 0.08, (name, names[name], len(events))
+    touched = Counter((e["entityType"], e["entityId"]) for e in events if touchpoint(e))
+    expected = [("campaign", c) for c in CAMPAIGN_IDS] + [("widget", w) for w in WIDGET_IDS]
+    expected += [("recommendation", r) for r in RECOMMENDATION_IDS]
+    assert set(touched) == set(expected) and all(touched[key] > 10 for key in expected)
+    # Every purchase of a visitor who saw or clicked a placement before it can be attributed.
+    orders = orders_of(generated[currency])
+    first_touch: dict[str, str] = {}
+    for event in events:
+        if touchpoint(event):
+            first_touch.setdefault(event["visitorId"], event["timestamp"])
+    attributable = [
+        o for o in orders if o["visitorId"] in first_touch and first_touch[o["visitorId"]] < o["timestamp"]
+    ]
+    assert 0.3 * len(orders) < len(attributable) < len(orders)
+
+
+def test_dwell_times_are_mostly_five_seconds_to_three_minutes_with_a_long_tail(generated):
+    events = events_of(generated["EUR"])
+    views = sum(e["name"] == "product_view" for e in events)
+    dwell = [e for e in events if e["name"] == "product_dwell_time"]
+    assert 0.15 * views < len(dwell) < 0.3 * views
+    seconds = [e["metadata"]["dwellTimeSeconds"] for e in dwell]
+    assert sum(5 <= s < 180 for s in seconds) > 0.85 * len(seconds)
+    assert sum(s >= 180 for s in seconds) > 0.02 * len(seconds) and max(seconds) <= 1200
+    assert 20 < statistics.median(seconds) < 45
+    # Each follows a view of its product in the same session, and carries the product's catalog fields.
+    by_session = defaultdict(list)
+    for event in events:
+        by_session[event["sessionId"]].append(event)
+    for event in dwell:
+        before = [e for e in by_session[event["sessionId"]] if e["timestamp"] < event["timestamp"]]
+        last_view = [e for e in before if e["name"] == "product_view"][-1]
+        assert last_view["entityId"] == event["entityId"] == event["metadata"]["productItemCode"]
+        assert {"name", "price", "categoryPath"} <= set(event["metadata"])
+
+
+def test_search_clicks_category_filters_and_consent_on_the_wire(generated):
+    events = events_of(generated["USD"])
+    clicks = [e for e in events if e["name"] == "product_click"]
+    from_search = [e for e in clicks if e["metadata"].get("list") == "search"]
+    assert from_search and all(e["metadata"]["query"] for e in from_search)
+    assert all(" > " in e["metadata"]["categoryPath"] and e["metadata"]["productItemCode"] for e in clicks)
+    filters = [e["metadata"] for e in events if e["name"] == "category_filter"]
+    assert {f["filterName"] for f in filters} == {"sort", "price", "colour"}
+    assert all(f["filterValue"] and " > " in f["categoryPath"] for f in filters)
+
+    records = consents_of(generated["USD"])
+    visitors = {e["visitorId"] for e in events}
+    assert 0.8 * len(visitors) < len({r["visitorId"] for r in records}) <= len(visitors)
+    assert {r["source"] for r in records} == {"banner", "preference_center"}
+    choices = Counter(tuple(sorted(r["categories"].items())) for r in records if r["source"] == "banner")
+    accept_all = tuple((c, True) for c in ("analytics", "marketing", "necessary", "preferences"))
+    assert 0.45 < choices[accept_all] / choices.total() < 0.7
+    carrying = [e for e in events if "consent" in e]
+    assert 0.05 * len(events) < len(carrying) < 0.2 * len(events)
+    assert {e["name"] for e in carrying} >= {"page_view", "add_to_cart", "purchase"}
+
+
+# --- the commerce analytics over a demo lake -------------------------------------------------------------
+
+LAKE_SITE = {"id": "0b0e5c1e-0000-4000-8000-000000000001", "currency": "EUR", "domain": "eur.demo.localhost"}
+LAKE_DAYS = 28
+
+
+@pytest.fixture(scope="module")
+def demo_lake(tmp_path_factory):
+    """One EUR site's demo traffic loaded by `load_traffic`, an engine over it, and the same traffic as the
+    generator gave it (for plain-Python expectations)."""
+    ingest = Ingest(data_dir=tmp_path_factory.mktemp("demo-lake"), flush_interval_seconds=3600)
+    received = datetime(END.year, END.month, END.day, 1, tzinfo=UTC)
+    ingest.start()
+    try:
+        counts = load_traffic(
+            ingest, LAKE_SITE, seed=7, days=LAKE_DAYS, visitors=600, end=END, received_at=received
+        )
+    finally:
+        ingest.stop()
+    assert counts["eventsRejected"] == counts["ordersRejected"] == counts["consentsRejected"] == 0
+    engine = Engine(ingest.lake)
+    catalog = make_catalog(random.Random(7), products=demo_data.DEFAULT_PRODUCTS, currency="EUR")
+    items = list(generate_site_traffic(seed=7, currency="EUR", end=END, days=LAKE_DAYS, visitors=600,
+                                       catalog=catalog, base_url=f"http://{LAKE_SITE['domain']}"))  # fmt: skip
+    yield engine, items
+    engine.close()
+
+
+FIRST, LAST = END - timedelta(days=LAKE_DAYS), END - timedelta(days=1)  # every generated day, in UTC
+
+
+def test_dwell_time_of_the_most_dwelled_product_on_the_demo_lake(demo_lake):
+    engine, items = demo_lake
+    dwell = [e for e in events_of(items) if e["name"] == "product_dwell_time"]
+    code, _ = Counter(e["entityId"] for e in dwell).most_common(1)[0]
+    seconds = [e["metadata"]["dwellTimeSeconds"] for e in dwell if e["entityId"] == code]
+    product = {
+        "product_id": str(product_id_for(LAKE_SITE["id"], code)),
+        "product_item_code": code,
+        "name": None,
+    }
+    result = product_dwell(engine, ProductRange(LAKE_SITE["id"], FIRST, LAST, "UTC"), product=product)
+    assert result.events == result.measured == len(seconds) > 3
+    assert result.without_duration == result.out_of_range == 0
+    assert result.total_seconds == pytest.approx(sum(seconds))
+    assert result.median_seconds == pytest.approx(statistics.median(seconds), abs=0.001)
+    assert sum(bucket.events for bucket in result.distribution) == len(seconds)
+
+
+def test_every_placement_has_impressions_or_clicks_and_purchases_get_attributed(demo_lake):
+    engine, items = demo_lake
+    events = events_of(items)
+    report = ReportRange(LAKE_SITE["id"], FIRST, LAST, "UTC")
+    touches = [e for e in events if touchpoint(e)]
+    credited = 0.0
+    for entity_type, ids in (("campaign", CAMPAIGN_IDS), ("widget", WIDGET_IDS),
+                             ("recommendation", RECOMMENDATION_IDS)):  # fmt: skip
+        for entity_id in ids:
+            mine = [e for e in touches if (e["entityType"], e["entityId"]) == (entity_type, entity_id)]
+            clicks = sum(e["name"] in ("click", "product_click") for e in mine)
+            result = entity_revenue(engine, report, entity_type=entity_type, entity_id=entity_id)
+            assert (result.impressions, result.clicks) == (len(mine) - clicks, clicks)
+            assert result.clicks > 0
+            last_touch = next(m for m in result.models if m.model == "last_touch")
+            credited += last_touch.conversions
+    # Credits of a conversion sum to 1 and every touchpoint is one of these placements: the credited
+    # conversions are the orders with a touchpoint of their visitor in the 30 days before them.
+    by_visitor = defaultdict(list)
+    for event in touches:
+        by_visitor[event["visitorId"]].append(parse(event["timestamp"]))
+    touched = [
+        o for o in orders_of(items)
+        if any(parse(o["timestamp"]) - timedelta(days=30) <= t < parse(o["timestamp"]) for t in by_visitor[o["visitorId"]])
+    ]  # fmt: skip
+    assert len(touched) > 10 and credited == pytest.approx(len(touched))
+
+    breakdown = recommendations_breakdown(engine, report)
+    shown = {
+        r: Counter("click" in e["name"] for e in touches if e["entityId"] == r) for r in RECOMMENDATION_IDS
+    }
+    assert [(r.recommendation_id, r.clicks, r.impressions) for r in breakdown.recommendations] == sorted(
+        ((r, shown[r][True], shown[r][False]) for r in RECOMMENDATION_IDS),
+        key=lambda row: (-row[1], -row[2], row[0]),
+    )
+    assert breakdown.attributed_conversions > 0 and breakdown.revenue_by_currency
+
+
+def test_category_filters_and_clicks_on_the_demo_lake(demo_lake):
+    engine, items = demo_lake
+    events = events_of(items)
+    query = CategoryQuery(LAKE_SITE["id"], FIRST, LAST, "UTC")
+    filters = category_filters(engine, query, limit=100)
+    uses = Counter((e["metadata"]["filterName"], e["metadata"]["filterValue"]) for e in events
+                   if e["name"] == "category_filter")  # fmt: skip
+    assert filters.total_uses == sum(uses.values()) > 20
+    assert {(f.filter, f.value): f.uses for f in filters.filters} == dict(uses)
+    products = category_products(engine, query, limit=500).products
+    clicks = Counter(e["metadata"]["productItemCode"] for e in events if e["name"] == "product_click")
+    assert {p.product_item_code: p.clicks for p in products if p.clicks} == dict(clicks)
+
+
+def test_search_analytics_on_the_demo_lake(demo_lake):
+    engine, items = demo_lake
+    events = events_of(items)
+    scope = Scope((LAKE_SITE["id"],), FIRST, LAST)
+    searches = sum(e["name"] == "search_query" for e in events)
+    zero = {(e["sessionId"], e["metadata"]["query"]) for e in events if e["name"] == "search_zero_results"}
+    top = top_queries(engine, scope, limit=500)
+    assert top.total_searches == searches > 20
+    assert zero_result_queries(engine, scope, limit=500).total_zero_result_searches == len(zero) > 0
+    clicked = top_products(engine, scope, limit=500)
+    from_search = [
+        e for e in events if e["name"] == "product_click" and e["metadata"].get("list") == "search"
+    ]
+    assert clicked.total_clicks >= len(from_search) > 0
+    assert sum(q.clicks for q in top.queries) == clicked.total_clicks
+
+
+def test_consent_analytics_on_the_demo_lake(demo_lake):
+    engine, items = demo_lake
+    events = events_of(items)
+    records = consents_of(items)
+    query = ConsentRange(LAKE_SITE["id"], FIRST, LAST, "UTC")
+    stats = consent_stats(engine, query)
+    assert stats.consent_records == len(records) > 100
+    assert stats.events_with_consent == sum("consent" in e for e in events)
+    # A visitor's latest stated marketing choice (records and events agree: events carry the latest record's).
+    latest: dict[str, bool] = {}
+    for record in sorted(records, key=lambda r: r["timestamp"]):
+        latest[record["visitorId"]] = record["categories"].get("marketing", latest.get(record["visitorId"]))
+    marketing = next(c for c in stats.categories if c.category == "marketing")
+    assert (marketing.granted, marketing.denied) == (
+        sum(latest.values()),
+        sum(not v for v in latest.values()),
+    )
+    assert stats.choices.accept_all > stats.choices.reject_all > 0 and stats.choices.custom > 0
+    impact = {g.group: g for g in consent_impact(engine, query, category="marketing").groups}
+    assert impact["granted"].orders > 0 and impact["denied"].orders > 0 and impact["unstated"].people > 0
+
+
 # --- load_demo ---------------------------------------------------------------------------------------------
 
 
 def lake_counts(data_dir) -> dict[str, dict[str, int]]:
     counts = {}
     with duckdb.connect() as db:
-        for table in ("events", "orders"):
+        for table in ("events", "orders", "consents"):
             pattern = str(data_dir / "lake" / table / "*" / "*" / "*.parquet")
             rows = db.sql(
                 f"select site_id, count(*) from read_parquet('{pattern}', hive_partitioning=true) group by 1"
@@ -227,6 +504,8 @@ def test_load_demo_loads_traffic_once_per_site(tmp_path, demo_store):
         assert loaded["eventsRejected"] == 0 and loaded["ordersRejected"] == 0
         assert after_first["events"][site["siteId"]] == loaded["eventsAccepted"] > 0
         assert after_first["orders"][site["siteId"]] == loaded["orders"] > 0
+        assert loaded["consentsRejected"] == 0
+        assert after_first["consents"][site["siteId"]] == loaded["consents"] > 0
     assert first["siteId"] not in after_first["events"]
 
     with demo_store.connect() as conn:
