@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.factories import Session
+from tests.factories import Session, make_verified_site
 
 HOSTILE = (
     "",
@@ -132,3 +132,44 @@ def test_no_body_makes_an_analytics_write_route_fail(app, owner, shop):
                 method.upper(), path, content=body, headers={"content-type": "application/json"}
             )
             assert_handled(response, f"{method} {template} body={body[:40]!r}")
+
+
+PUBLIC_BODIES = (
+    *HOSTILE_BODIES,
+    b'{"events": [null, 1, "x", {}]}',
+    b'{"events": [{"name": "page_view", "visitorId": "v", "sessionId": "s", "timestamp": "99999-01-01"}]}',
+    b'{"events": [{"name": "page_view", "visitorId": "v", "sessionId": "s", "value": "1e400"}]}',
+    b'{"events": [{"name": "page_view", "visitorId": "v", "sessionId": "s", "timestamp": "2026-01-01T00:00:00Z"}],'
+    b' "sentAt": "0001-01-01T00:00:00Z"}',
+    b'{"orderId": "o", "visitorId": "v", "sessionId": "s", "total": "NaN", "items": [{"productItemCode": "a",'
+    b' "quantity": 1e20, "price": "1"}]}',
+    b'{"metrics": [{"name": "LCP", "value": "x"}, {"name": "LCP", "value": 1e309}]}',
+    b'{"visitorId": "v", "categories": {"analytics": "yes"}}',
+)
+
+
+def test_no_body_makes_a_public_write_route_fail(app, owner, store):
+    """The storefront's routes, read from the schema: hostile bodies as JSON and as sendBeacon text."""
+    site = make_verified_site(owner, store, domain="shop.example.com")
+    writes = [
+        path
+        for path, operations in app.openapi()["paths"].items()
+        if path.startswith("/api/v1/public/sites/{siteKey}/") and "post" in operations
+    ]
+    assert {"/api/v1/public/sites/{siteKey}/events/batch", "/api/v1/public/sites/{siteKey}/consent"} <= set(
+        writes
+    )
+    statuses: set[int] = set()
+    for template in writes:
+        path = template.removeprefix("/api/v1").replace("{siteKey}", site["siteKey"])
+        for body in PUBLIC_BODIES:
+            for content_type in ("application/json", "text/plain"):
+                response = owner.client.post(
+                    path,
+                    content=body,
+                    headers={"content-type": content_type, "Origin": "https://shop.example.com"},
+                )
+                assert_handled(response, f"POST {template} {content_type} body={body[:40]!r}")
+                statuses.add(response.status_code)
+    # the bodies reached the routes' own checks (not only the guard or the throttle)
+    assert 400 in statuses and not statuses & {401, 403}, statuses
