@@ -1,0 +1,51 @@
+"""Revenue on real invoices: the first 3,000 lines of UCI Online Retail through `aisle import --preset
+online-retail`, against a reading of the file done here (sales are the invoices that are neither
+cancellations `C…` nor adjustments `A…` and have no negative line; cancellations are refunds)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import uuid
+from collections import defaultdict
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+
+from ingest.importer import import_file
+from queries.revenue import ReportRange, revenue_overview
+
+RETAIL_HEAD = Path(__file__).resolve().parents[1] / "data" / "online-retail-head-3000.csv"
+
+
+def test_revenue_of_real_invoices_matches_a_reading_of_the_file(lake):
+    ingest, engine = lake
+    site_id = str(uuid.uuid4())
+    import_file(ingest, site={"id": site_id, "currency": "GBP"}, path=RETAIL_HEAD, preset="online-retail")
+    invoices: dict[str, list[dict]] = defaultdict(list)
+    for line in csv.DictReader(io.StringIO(RETAIL_HEAD.read_text())):
+        invoices[line["InvoiceNo"].strip()].append(line)
+
+    def total(lines: list[dict]) -> Decimal:
+        return sum((int(line["Quantity"]) * Decimal(line["UnitPrice"]) for line in lines), Decimal(0))
+
+    sales = [
+        total(lines)
+        for invoice, lines in invoices.items()
+        if not invoice.startswith(("A", "C")) and all(int(line["Quantity"]) >= 0 for line in lines)
+    ]
+    refunds = [total(lines) for invoice, lines in invoices.items() if invoice.startswith("C")]
+    assert len(sales) > 100 and refunds
+
+    report = revenue_overview(
+        engine, ReportRange(site_id, date(2010, 11, 30), date(2011, 12, 31)), site_currency="GBP"
+    )
+    [gbp] = report.revenue_by_currency
+    revenue, refunded = sum(sales), -sum(refunds)
+    assert (gbp.currency, gbp.orders, gbp.refunds) == ("GBP", len(sales), len(refunds))
+    assert (gbp.revenue, gbp.refunded) == (f"{revenue:.2f}", f"{refunded:.2f}")
+    assert gbp.net_revenue == f"{revenue - refunded:.2f}"
+    assert gbp.avg_order_value == f"{(revenue / len(sales)).quantize(Decimal('0.01')):.2f}"
+    assert report.total_revenue.model_dump(by_alias=True) == {
+        "amount": f"{revenue:.2f}", "currency": "GBP", "mixed": False,
+    }  # fmt: skip
