@@ -25,9 +25,11 @@ import sqlglot
 from sqlglot import exp
 
 from queries.adhoc_sql_guard import VIEWS, GuardedQuery, SqlError, SqlTimeout, guard, locate
-from warehouse.lake import EVENTS, ORDERS, Lake, LakeTable
+from warehouse.lake import CONSENTS, EVENTS, ORDERS, Lake, LakeTable
 
 VIEWS_SQL = (Path(__file__).parent / "sql" / "adhoc_views.sql").read_text()
+# The lake tables the views read (as `_lake_<table>`, one site's files only).
+SITE_TABLES = (EVENTS, ORDERS, CONSENTS)
 
 DEFAULT_ROW_LIMIT = 10_000
 MAX_JSON_ROWS = 100_000
@@ -109,7 +111,7 @@ def _define_source(conn: duckdb.DuckDBPyConnection, table: LakeTable, files: lis
 def _view_statements() -> dict[str, tuple[str, frozenset[str]]]:
     """Each view of adhoc_views.sql in file order (which is dependency order): its CREATE statement
     and the views and lake sources it reads."""
-    sources = {f"_lake_{t.name}" for t in (EVENTS, ORDERS)}
+    sources = {f"_lake_{t.name}" for t in SITE_TABLES}
     statements: dict[str, tuple[str, frozenset[str]]] = {}
     for text in re.split(r";\s*\n", VIEWS_SQL):
         create = sqlglot.parse_one(text, read="duckdb") if text.strip() else None
@@ -152,7 +154,7 @@ def open_sandbox(
     try:
         conn.execute("SET TimeZone = 'UTC'")
         needed = _needed(views)
-        tables = [t for t in (EVENTS, ORDERS) if f"_lake_{t.name}" in needed]
+        tables = [t for t in SITE_TABLES if f"_lake_{t.name}" in needed]
         files = {table: _site_files(lake, table, site) for table in tables}
         conn.execute("SET allowed_paths = $paths", {"paths": [f for fs in files.values() for f in fs]})
         conn.execute("SET enable_external_access = false")

@@ -30,7 +30,7 @@ class _NoCommandFallbackWarning(logging.Filter):
 logging.getLogger("sqlglot").addFilter(_NoCommandFallbackWarning())
 
 # The views a query may read (queries/sql/adhoc_views.sql); nothing else in the catalog resolves.
-VIEWS = ("events", "orders", "order_items", "products", "people", "sessions")
+VIEWS = ("events", "orders", "order_items", "products", "people", "sessions", "consents")
 
 DIALECTS = tuple(sorted(d.value for d in Dialects if d.value))
 DEFAULT_DIALECT = "duckdb"

@@ -1,6 +1,6 @@
 -- The views an ad-hoc query sees: one site's data, read-only. Created per request in a fresh
--- in-memory DuckDB whose `_lake_events` and `_lake_orders` read only that site's Parquet files
--- (queries/adhoc_sql.py). The guard lets a query name these six views and nothing else.
+-- in-memory DuckDB whose `_lake_events`, `_lake_orders` and `_lake_consents` read only that site's
+-- Parquet files (queries/adhoc_sql.py). The guard lets a query name these seven views and nothing else.
 -- Columns are documented in docs/sql.md; keep the two in step.
 
 -- One row per stored event.
@@ -104,3 +104,11 @@ SELECT product_item_code,
     max(ts) AS last_seen_at
 FROM seen
 GROUP BY product_item_code;
+
+-- One row per consent record a storefront sent (POST /public/sites/:siteKey/consent); a category left
+-- out of a record is NULL (not stated by it). Consent fields on events are in `events`.
+CREATE TEMP VIEW consents AS
+SELECT consent_id, ts, received_at, date, visitor_id, session_id, user_id, source,
+    consent_necessary, consent_analytics, consent_marketing, consent_preferences,
+    channel, client_platform, client_version
+FROM _lake_consents;

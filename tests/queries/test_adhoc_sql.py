@@ -3,9 +3,11 @@ several dialects answering exact numbers over a tiny hand-built lake."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -69,6 +71,37 @@ def shop(lake):
               [{"productItemCode": "P3", "quantity": -1, "price": "10.00", "name": "Sock"}],
               isRefund=True, refundOf="o1"),
     ])  # fmt: skip
+    ctx = Context(
+        site_id=SITE, site_currency="EUR", received_at=datetime.now(UTC), channel="web", historical=True
+    )
+    for record in (
+        {
+            "consentId": "c-ann",
+            "visitorId": "ann",
+            "sessionId": "s-ann-1",
+            "timestamp": "2024-03-01T09:59:00Z",
+            "source": "banner",
+            "categories": {"necessary": True, "analytics": True, "marketing": False},
+        },
+        {
+            "consentId": "c-cy",
+            "visitorId": "cy",
+            "timestamp": "2024-03-02T12:00:00Z",
+            "categories": {"necessary": True, "analytics": False, "marketing": False, "preferences": False},
+        },
+    ):
+        asyncio.run(ingest.accept_consent(record, ctx))
+    asyncio.run(
+        ingest.accept_consent(
+            {
+                "consentId": "c-zed",
+                "visitorId": "zed",
+                "timestamp": "2024-03-01T00:00:00Z",
+                "categories": {"necessary": True, "analytics": True},
+            },
+            replace(ctx, site_id=OTHER_SITE),
+        )
+    )
     load(ingest, OTHER_SITE, [event("page_view", "zed", "s-zed", f"2024-03-01T0{h}:00:00Z") for h in range(5)],
          [order("ob1", "zed", "2024-03-01T05:00:00Z", "EUR", "999.00",
                 [{"productItemCode": "SECRET", "quantity": 1, "price": "999.00"}])])  # fmt: skip
@@ -221,6 +254,7 @@ def test_other_sites_rows_are_not_visible_whatever_the_query_says(shop):
     assert rows(shop, "SELECT count(*) FROM events WHERE visitor_id = 'zed'") == [(0,)]
     assert rows(shop, "SELECT count(*) FROM order_items WHERE product_item_code = 'SECRET'") == [(0,)]
     assert rows(shop, "SELECT count(*) FROM products WHERE product_item_code = 'SECRET'") == [(0,)]
+    assert rows(shop, "SELECT count(*) FROM consents WHERE visitor_id = 'zed'") == [(0,)]
     # The views carry no site column to filter on: naming another site's id answers nothing of it.
     with pytest.raises(SqlError) as invalid:
         run_sql(shop, f"SELECT * FROM events WHERE site_id = '{OTHER_SITE}'", site_id=SITE)
@@ -336,6 +370,14 @@ def test_sessions_view(shop):
         ("s-ann-2", "u-ann", 1, 1, False, 0.0, "https://shop.example/", "https://shop.example/", None),
         ("s-bob", "bob", 2, 1, False, 60.0, "https://shop.example/", "https://shop.example/", None),
         ("s-cy", "cy", 1, 1, False, 0.0, "https://shop.example/sale", "https://shop.example/sale", None),
+    ]  # fmt: skip
+
+
+def test_consents_view_has_each_record_with_its_unstated_categories_null(shop):
+    assert rows(shop, "SELECT consent_id, visitor_id, session_id, source, consent_necessary, consent_analytics, "
+                      "consent_marketing, consent_preferences, ts FROM consents ORDER BY ts") == [
+        ("c-ann", "ann", "s-ann-1", "banner", True, True, False, None, datetime(2024, 3, 1, 9, 59, tzinfo=UTC)),
+        ("c-cy", "cy", None, "api", True, False, False, False, datetime(2024, 3, 2, 12, 0, tzinfo=UTC)),
     ]  # fmt: skip
 
 
