@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from typing import Any, Self
 from zoneinfo import ZoneInfo
 
 
@@ -42,6 +42,14 @@ class LocalDays:
     def range_end(self) -> datetime:
         """The first instant after the last day (its local midnight)."""
         return datetime.combine(self.end_date + timedelta(days=1), time.min, self.zone)
+
+    @classmethod
+    def last_days(
+        cls, *, site_id: str, days: int, timezone: str, now: datetime | None = None, **fields: Any
+    ) -> Self:
+        """The last ``days`` days of the site's time zone, today included."""
+        today = (now or datetime.now(UTC)).astimezone(ZoneInfo(timezone)).date()
+        return cls(site_id, today - timedelta(days=days - 1), today, timezone, **fields)
 
     def bounds(self) -> tuple[datetime, datetime]:
         return self.range_start, self.range_end

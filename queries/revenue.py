@@ -5,10 +5,9 @@ converted and never summed across currencies, and are formatted with the currenc
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import date
 from decimal import Decimal
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -25,12 +24,6 @@ class _Camel(BaseModel):
 
 class ReportRange(LocalDays):
     """Whole days of the site's time zone, both ends included."""
-
-    @classmethod
-    def last_days(cls, *, site_id: str, days: int, timezone: str, now: datetime | None = None) -> ReportRange:
-        """The last `days` days of the site's time zone, today included."""
-        today = (now or datetime.now(UTC)).astimezone(ZoneInfo(timezone)).date()
-        return cls(site_id, today - timedelta(days=days - 1), today, timezone)
 
 
 # --- response models -------------------------------------------------------------------------------

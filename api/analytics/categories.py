@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
 from typing import Annotated, Any
-from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.routing import APIRoute
@@ -66,11 +64,9 @@ def category_query(
                 "categoryPath must name a category such as 'Home > Kitchen' (no empty parts)",
                 code="CATEGORY_PATH_INVALID",
             )
-    today = datetime.now(ZoneInfo(site["timezone"])).date()
-    return CategoryQuery(
-        site_id=site["id"], start_date=today - timedelta(days=days - 1), end_date=today,
-        timezone=site["timezone"], category_path=path,
-    )  # fmt: skip
+    return CategoryQuery.last_days(
+        site_id=site["id"], days=days, timezone=site["timezone"], category_path=path
+    )
 
 
 Category = Annotated[CategoryQuery, Depends(category_query)]

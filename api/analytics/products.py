@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import math
 import uuid
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
-from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.routing import APIRoute
@@ -102,10 +101,8 @@ def product_range(
     ] = None,
 ) -> ProductRange:
     if start_date is None and end_date is None:
-        end = datetime.now(ZoneInfo(site["timezone"])).date()
-        start = end - timedelta(days=(days or 30) - 1)
-    else:
-        start, end = date_range(site, start_date, end_date)
+        return ProductRange.last_days(site_id=site["id"], days=days or 30, timezone=site["timezone"])
+    start, end = date_range(site, start_date, end_date)
     if (end - start).days >= MAX_DAYS:
         raise BadRequest(f"A range covers at most {MAX_DAYS} days", code="DATE_RANGE_TOO_LONG")
     return ProductRange(site_id=site["id"], start_date=start, end_date=end, timezone=site["timezone"])
