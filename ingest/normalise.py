@@ -119,7 +119,8 @@ def _consent(consent: Consent | None) -> dict[str, bool | None]:
     }
 
 
-def _common(ctx: Context) -> dict[str, Any]:
+def common_columns(ctx: Context) -> dict[str, Any]:
+    """The columns every row of one request shares (an event batch's are logged once per batch)."""
     return {
         "received_at": micros(ctx.received_at),
         "channel": ctx.channel,
@@ -233,11 +234,6 @@ def _columns_of(
     return dict(zip(EVENT_LOG_COLUMNS, map(list, zip(*values, strict=True)), strict=True)), sorted(
         bad.items()
     )
-
-
-def common_columns(ctx: Context) -> dict[str, Any]:
-    """The columns every event of one batch shares; the durable log keeps them once per batch."""
-    return _common(ctx)
 
 
 def event_rows(raws: list[Any], ctx: Context) -> tuple[list[dict[str, Any]], EventFailures]:
@@ -372,7 +368,7 @@ def order_row(raw: Any, ctx: Context) -> dict[str, Any]:
         "items": items,
         "item_count": sum(abs(i["quantity"]) for i in items),
         **_consent(order.consent),
-        **_common(ctx),
+        **common_columns(ctx),
         "date": moment.astimezone(UTC).date().isoformat(),
     }
 
@@ -392,6 +388,6 @@ def metric_row(raw: Any, ctx: Context) -> dict[str, Any]:
         "session_id": metric.session_id,
         "url": metric.url,
         "tags": orjson.dumps(metric.tags).decode(),
-        **_common(ctx),
+        **common_columns(ctx),
         "date": moment.astimezone(UTC).date().isoformat(),
     }

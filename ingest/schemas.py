@@ -22,15 +22,18 @@ MAX_ORDER_ITEMS = 2000
 Id = Field(default=None, max_length=MAX_ID_LENGTH)
 
 
+# camelCase on the wire, snake_case inside. Values are kept exactly as sent (no whitespace stripping):
+# free metadata must not be rewritten.
+_WIRE_DICT = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
 class _Wire(BaseModel):
-    # Values are kept exactly as sent (no whitespace stripping): free metadata must not be rewritten.
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    model_config = _WIRE_DICT
 
 
 # Events are validated into plain dicts keyed by their lake column names (TypedDicts, not models):
 # on the busiest route that halves the cost of validation and lets a validated event become its lake
 # row without copying attribute by attribute (bench/RESULTS.md, 2026-11-23).
-_WIRE_DICT = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
 @with_config(_WIRE_DICT)
