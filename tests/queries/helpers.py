@@ -1,10 +1,17 @@
-"""`journeys_for`: build a lake from events declared per person, like PostHog's test helper."""
+"""`journeys_for`: build a lake from events declared per person, like PostHog's test helper; and a real
+shop's invoices imported, with the file's own reading to compare."""
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
+import uuid
+from collections import defaultdict
 from datetime import UTC, datetime
+from pathlib import Path
 
+from ingest.importer import import_file
 from ingest.normalise import Context
 from ingest.service import Ingest
 
@@ -47,3 +54,17 @@ PRODUCT_EVENTS = {
     "add_to_cart",
     "wishlist",
 }
+
+
+RETAIL_HEAD = Path(__file__).resolve().parents[1] / "data" / "online-retail-head-3000.csv"
+
+
+def imported_retail_invoices(ingest: Ingest) -> tuple[str, dict[str, list[dict]]]:
+    """The first 3,000 lines of UCI Online Retail imported with `--preset online-retail` into a new GBP
+    site; returns the site id and the file's own lines by invoice number, to check the lake against."""
+    site_id = str(uuid.uuid4())
+    import_file(ingest, site={"id": site_id, "currency": "GBP"}, path=RETAIL_HEAD, preset="online-retail")
+    invoices: dict[str, list[dict]] = defaultdict(list)
+    for line in csv.DictReader(io.StringIO(RETAIL_HEAD.read_text())):
+        invoices[line["InvoiceNo"].strip()].append(line)
+    return site_id, invoices

@@ -3,20 +3,17 @@ orders, carts and checkouts, for every source and mode."""
 
 from __future__ import annotations
 
-import csv
-import io
 import uuid
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 from fractions import Fraction
-from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.importer import import_file
 from ingest.normalise import Context
 from queries.products import ProductRange, association_rates, product_associations
+from tests.queries.helpers import imported_retail_invoices
 from warehouse.catalog.product_identity import product_id_for
 
 DAY = date(2024, 5, 1)
@@ -153,18 +150,11 @@ def test_rates_by_hand_and_with_empty_denominators():
     assert association_rates(0, 0, 0, 0) == (0.0, 0.0, 0.0)
 
 
-RETAIL_HEAD = Path(__file__).resolve().parents[1] / "data" / "online-retail-head-3000.csv"
-
-
 def test_associations_on_real_invoices_match_a_reading_of_the_file(lake):
     """The first 3,000 lines of UCI Online Retail through `aisle import --preset online-retail`: baskets
     are the sale invoices (not cancellations `C…`, not adjustments `A…`, none with a negative line)."""
     ingest, engine = lake
-    site_id = str(uuid.uuid4())
-    import_file(ingest, site={"id": site_id, "currency": "GBP"}, path=RETAIL_HEAD, preset="online-retail")
-    invoices: dict[str, list[dict]] = defaultdict(list)
-    for line in csv.DictReader(io.StringIO(RETAIL_HEAD.read_text())):
-        invoices[line["InvoiceNo"].strip()].append(line)
+    site_id, invoices = imported_retail_invoices(ingest)
     baskets = [
         {line["StockCode"].strip() for line in lines if int(line["Quantity"]) > 0}
         for invoice, lines in invoices.items()

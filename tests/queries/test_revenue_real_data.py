@@ -4,27 +4,16 @@ cancellations `C…` nor adjustments `A…` and have no negative line; cancellat
 
 from __future__ import annotations
 
-import csv
-import io
-import uuid
-from collections import defaultdict
 from datetime import date
 from decimal import Decimal
-from pathlib import Path
 
-from ingest.importer import import_file
 from queries.revenue import ReportRange, revenue_overview
-
-RETAIL_HEAD = Path(__file__).resolve().parents[1] / "data" / "online-retail-head-3000.csv"
+from tests.queries.helpers import imported_retail_invoices
 
 
 def test_revenue_of_real_invoices_matches_a_reading_of_the_file(lake):
     ingest, engine = lake
-    site_id = str(uuid.uuid4())
-    import_file(ingest, site={"id": site_id, "currency": "GBP"}, path=RETAIL_HEAD, preset="online-retail")
-    invoices: dict[str, list[dict]] = defaultdict(list)
-    for line in csv.DictReader(io.StringIO(RETAIL_HEAD.read_text())):
-        invoices[line["InvoiceNo"].strip()].append(line)
+    site_id, invoices = imported_retail_invoices(ingest)
 
     def total(lines: list[dict]) -> Decimal:
         return sum((int(line["Quantity"]) * Decimal(line["UnitPrice"]) for line in lines), Decimal(0))
