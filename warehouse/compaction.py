@@ -18,7 +18,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import structlog
@@ -64,6 +66,24 @@ def _row_groups(dataset: ds.Dataset, rows_per_group: int) -> Iterator[pa.Table]:
         yield pa.Table.from_batches(pending, schema=dataset.schema)
 
 
+def _clustered(group: pa.Table, column: str) -> Iterator[pa.Table]:
+    """The group's rows in one run per value of ``column``, each run keeping its rows' order.
+
+    Written as separate row groups, every run's statistics name a single value, so a query filtering
+    on that column (analytics filter on the event name almost always) skips the other runs' row
+    groups instead of decoding them: carts and purchases are a sixth of a storefront's events."""
+    values = group.column(column)
+    if values.null_count:
+        values = pc.fill_null(values, "")
+    codes = pc.dictionary_encode(values).combine_chunks().indices.to_numpy()
+    order = np.argsort(codes, kind="stable")
+    clustered = group.take(pa.array(order))
+    start = 0
+    for rows in np.bincount(codes):
+        yield clustered.slice(start, int(rows))
+        start += int(rows)
+
+
 def _merge(files: list[Path], version: Path, *, table: LakeTable, target_bytes: int) -> tuple[int, int]:
     """Stream ``files`` into files of about ``target_bytes`` in ``version``; returns (files, rows)."""
     # The table's own schema: no schema inference that would open every small file an extra time.
@@ -75,7 +95,9 @@ def _merge(files: list[Path], version: Path, *, table: LakeTable, target_bytes: 
             path = version / f"compact-{uuid.uuid4().hex}.parquet"
             writer = pq.ParquetWriter(path, table.schema, **table.parquet_options())
             outputs += 1
-        writer.write_table(group, row_group_size=ROW_GROUP_ROWS)
+        runs = _clustered(group, table.cluster_by) if table.cluster_by else (group,)
+        for run in runs:
+            writer.write_table(run, row_group_size=ROW_GROUP_ROWS)
         rows += group.num_rows
         if path.stat().st_size >= target_bytes:
             writer.close()

@@ -118,6 +118,8 @@ class LakeTable:
     name: str
     schema: pa.Schema
     key: str  # the column that identifies a row for exactly-once storage
+    # Compaction writes one row group per value of this column, so filters on it skip row groups.
+    cluster_by: str | None = None
 
     def parquet_options(self) -> dict:
         """How this table's files are written: zstd, dictionaries for every column but the row key,
@@ -147,7 +149,7 @@ class LakeTable:
         return pa.Table.from_arrays(columns, schema=self.schema)
 
 
-EVENTS = LakeTable("events", EVENTS_SCHEMA, key="event_id")
+EVENTS = LakeTable("events", EVENTS_SCHEMA, key="event_id", cluster_by="name")
 ORDERS = LakeTable("orders", ORDERS_SCHEMA, key="order_id")
 METRICS = LakeTable("client_metrics", METRICS_SCHEMA, key="metric_id")
 CONSENTS = LakeTable("consents", CONSENTS_SCHEMA, key="consent_id")

@@ -150,3 +150,30 @@ def test_merged_files_have_big_row_groups_not_one_per_small_file(ingest):
     # Event ids are all distinct: stored plain, not through a dictionary; names share one.
     assert "RLE_DICTIONARY" not in columns["event_id"].encodings
     assert "RLE_DICTIONARY" in columns["name"].encodings
+
+
+def test_merged_events_are_clustered_by_name_one_row_group_per_name(ingest):
+    names = ["page_view", "add_to_cart", "page_view", "purchase", "product_view"]
+    for number in range(6):
+        batch = events(number * 10, 10)
+        for i, event in enumerate(batch):
+            event["name"] = names[(number + i) % len(names)]
+            if event["name"] in ("add_to_cart", "purchase", "product_view"):
+                event["metadata"] = {"productItemCode": "SKU-1"}
+        ingest.accept_events_sync(batch, context())
+        ingest.flush()
+    files = [str(f) for f in ingest.lake.files(EVENTS)]
+    before = duckdb.sql(f"SELECT name, event_id FROM read_parquet({files})").fetchall()
+
+    compact_table(ingest.lake, EVENTS, writer_lock=ingest.flushers["events"].lock)
+
+    [merged] = ingest.lake.files(EVENTS)
+    metadata = pq.ParquetFile(merged).metadata
+    name_column = metadata.schema.names.index("name")
+    stats = [metadata.row_group(g).column(name_column).statistics for g in range(metadata.num_row_groups)]
+    # Each row group holds one name, so a filter on another name skips it on its statistics alone.
+    assert sorted(s.min for s in stats) == ["add_to_cart", "page_view", "product_view", "purchase"]
+    assert all(s.min == s.max for s in stats)
+    assert sorted(duckdb.sql(f"SELECT name, event_id FROM read_parquet('{merged}')").fetchall()) == sorted(
+        before
+    )
