@@ -76,8 +76,11 @@ def _clustered(group: pa.Table, column: str) -> Iterator[pa.Table]:
     if values.null_count:
         values = pc.fill_null(values, "")
     codes = pc.dictionary_encode(values).combine_chunks().indices.to_numpy()
-    order = np.argsort(codes, kind="stable")
-    clustered = group.take(pa.array(order))
+    order = pa.array(np.argsort(codes, kind="stable"))
+    # Columns no event of the group fills (often most of them) are the same in any order.
+    clustered = pa.Table.from_arrays(
+        [c if c.null_count == len(c) else c.take(order) for c in group.columns], schema=group.schema
+    )
     start = 0
     for rows in np.bincount(codes):
         yield clustered.slice(start, int(rows))
