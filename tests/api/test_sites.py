@@ -15,8 +15,8 @@ from sqlalchemy import select
 
 from aisle.settings import Settings
 from api.app import create_app
-from api.sites.keys import KEY_PREFIX
 from api.sites import keys
+from api.sites.keys import KEY_PREFIX
 from tests.factories import Session, make_user, make_verified_site
 from tests.servers import LiveServer
 from tests.verification_peers import WELL_KNOWN_PATH, DnsServer, WellKnownServer
