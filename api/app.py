@@ -40,12 +40,18 @@ from ingest.service import Ingest
 from jobs.mail import Outbox
 from jobs.scheduler import start_scheduler
 from queries.adhoc_sql import Sandbox
+from warehouse.catalog import sites
 from warehouse.catalog.store import create_store_engine, migrate
 from warehouse.engine import Engine
 from warehouse.hotstate import open_hot_state
 
 API_PREFIX = "/api/v1"
 GC_YOUNG_THRESHOLD = 50_000
+
+
+def _site_timezones(store) -> dict[str, str]:
+    with store.connect() as conn:
+        return sites.timezones(conn)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -62,7 +68,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(_: FastAPI):
         ingest.start()
         scheduler = start_scheduler(
-            ingest=ingest, compaction_interval_seconds=settings.compaction_interval_seconds
+            ingest=ingest,
+            compaction_interval_seconds=settings.compaction_interval_seconds,
+            engine=engine,
+            timezones=lambda: _site_timezones(store),
         )
         # What is alive once the app has started (modules, models, routes: ~200k objects) lives as long as
         # the process. Frozen, the collector stops re-walking it on every full collection, which under

@@ -15,8 +15,10 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from queries import library
+from warehouse import visitor_activity
 from warehouse.engine import Engine
 
 CohortType = Literal["signup", "first_purchase", "first_visit"]
@@ -100,6 +102,82 @@ def _masks(table: pa.Table) -> np.ndarray:
     period ``slab + i``."""
     words = np.stack([table[name].to_numpy().astype("<u8") for name in ("early", "late")], axis=1)
     return np.unpackbits(words.view(np.uint8), axis=1, bitorder="little").view(bool)
+
+
+NEVER_US = np.iinfo(np.int64).max  # "no qualifying event" while merging
+
+
+def _longest_run(rollups: list[visitor_activity.Rollup]) -> list[visitor_activity.Rollup]:
+    """The longest run of consecutive months among ``rollups`` (oldest first; the latest wins ties):
+    one contiguous stretch of time the events scan can leave out."""
+    best: list[visitor_activity.Rollup] = []
+    run: list[visitor_activity.Rollup] = []
+    for rollup in rollups:
+        run = (
+            run + [rollup] if run and visitor_activity.next_month(run[-1].month) == rollup.month else [rollup]
+        )
+        if len(run) >= len(best):
+            best = run
+    return best
+
+
+def _day_periods(month: date, first_bucket: date, interval: Interval, width: int) -> np.ndarray:
+    """The report period of each local day of ``month`` (index d: day d + 1): -1 before the first
+    bucket, periods from ``width`` on counted as ``width``, as the events scan counts them."""
+    days = (visitor_activity.next_month(month) - month).days
+    periods = []
+    for offset in range(days):
+        day = month + timedelta(days=offset)
+        periods.append(
+            -1 if day < first_bucket
+            else min(_periods_between(first_bucket, bucket_start(day, interval), interval), width)
+        )  # fmt: skip
+    return np.array(periods)
+
+
+def _rollup_words(
+    rows: pa.Table, *, slab: int, first_bucket: date, interval: Interval, width: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``cohort_rollup_rows``' day masks as the events scan's ``early`` and ``late`` period masks."""
+    months = rows["month"].to_numpy()
+    masks = rows["day_mask"].to_numpy().astype(np.uint32)
+    words = np.zeros((2, len(masks)), dtype=np.uint64)
+    for month in pc.unique(rows["month"]).to_pylist():
+        mine = np.flatnonzero(months == np.datetime64(month, "D"))
+        own, own_words = masks[mine], np.zeros((2, len(mine)), dtype=np.uint64)
+        periods = _day_periods(month, first_bucket, interval, width)
+        for period in np.unique(periods):
+            bit = int(period) - slab
+            if period < 0 or not 0 <= bit < SLAB:
+                continue
+            days = np.uint32(sum(1 << int(d) for d in np.flatnonzero(periods == period)))
+            own_words[bit // 64] |= ((own & days) != 0).astype(np.uint64) << np.uint64(bit % 64)
+        words[:, mine] = own_words
+    return words[0], words[1]
+
+
+def _merged(raw: pa.Table, rollup: pa.Table, early: np.ndarray, late: np.ndarray, *, start_us: int,
+            end_us: int) -> pa.Table:  # fmt: skip
+    """Everyone of the events scan and of the rollups, one row per person (first qualifying time the
+    earlier, period masks together), kept when that first time is in [start_us, end_us)."""
+    keys = np.concatenate([raw["person_key"].to_numpy(), rollup["person_key"].to_numpy()])
+    firsts = np.concatenate([
+        pc.fill_null(raw["first_us"], NEVER_US).to_numpy(), pc.fill_null(rollup["first_us"], NEVER_US).to_numpy(),
+    ])  # fmt: skip
+    earlies = np.concatenate([raw["early"].to_numpy().astype(np.uint64), early])
+    lates = np.concatenate([raw["late"].to_numpy().astype(np.uint64), late])
+    order = np.argsort(keys)
+    keys = keys[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.array([], dtype=np.int64)
+    if not len(starts):
+        return raw.slice(0, 0)
+    first = np.minimum.reduceat(firsts[order], starts)
+    keep = (first >= start_us) & (first < end_us)
+    return pa.table({
+        "person_key": keys[starts][keep], "first_us": first[keep],
+        "early": np.bitwise_or.reduceat(earlies[order], starts)[keep],
+        "late": np.bitwise_or.reduceat(lates[order], starts)[keep],
+    })  # fmt: skip
 
 
 def cohort_counts(
@@ -198,12 +276,29 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
         "bounds": bounds, "nominal_us": NOMINAL_US[query.interval],
         "even": all(b - a == NOMINAL_US[query.interval] for a, b in zip(bounds, bounds[1:], strict=False)),
     }  # fmt: skip
+    # Whole local months rolled up beforehand (by the compaction job) stand for their events, when
+    # the rollups are current and end by the scan's end: the scan leaves those months out.
+    rolled = _longest_run(visitor_activity.current(
+        engine.lake, query.site_id, query.timezone, until=datetime.combine(scan_end + timedelta(days=1), time.min, UTC)
+    ))  # fmt: skip
+    params.update(_rolled_params(rolled, query.timezone))
     # one scan per 128 periods of activity (one scan unless the report spans more periods)
     width = periods + query.period_count
     slabs = [
         library.run(engine, "cohort_activity", {**params, "width": width, "slab": slab})
         for slab in range(0, width + 1, SLAB)
     ]
+    if rolled:
+        rows = library.run(engine, "cohort_rollup_rows", {
+            "files": [str(r.file) for r in rolled], "site_id": query.site_id, "cohort_type": query.cohort_type,
+            "return_event": query.return_event,
+        })  # fmt: skip
+        slabs = [
+            _merged(raw, rows, *_rollup_words(rows, slab=slab, first_bucket=first_bucket, interval=query.interval,
+                                              width=width),
+                    start_us=params["range_start_us"], end_us=params["range_end_us"])
+            for slab, raw in zip(range(0, width + 1, SLAB), slabs, strict=True)
+        ]  # fmt: skip
     counts = cohort_counts(slabs, bounds=bounds, periods=periods, period_count=query.period_count)
     starts = [add_periods(first_bucket, index, query.interval) for index in range(periods)]
 
@@ -269,6 +364,20 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
         },  # fmt: skip
         "diagnostics": _diagnostics(engine, query, range_start, range_end, len(rows)),
     }
+
+
+def _rolled_params(rolled: list[visitor_activity.Rollup], timezone: str) -> dict[str, Any]:
+    """What the events scan leaves out: the instants the rollups cover, and the UTC days wholly
+    inside them (nothing when there are no rollups)."""
+    if not rolled:
+        nothing = datetime.fromtimestamp(0, UTC)
+        return {"all_people": False, "rolled_start": nothing, "rolled_end": nothing,
+                "rolled_first_date": date.max, "rolled_last_date": date.min}  # fmt: skip
+    start = visitor_activity.month_bounds(rolled[0].month, timezone)[0]
+    end = visitor_activity.month_bounds(rolled[-1].month, timezone)[1]
+    first_date = start.date() if start.time() == time.min else start.date() + timedelta(days=1)
+    return {"all_people": True, "rolled_start": start, "rolled_end": end,
+            "rolled_first_date": first_date, "rolled_last_date": end.date() - timedelta(days=1)}  # fmt: skip
 
 
 def _periods_between(first: date, last: date, interval: Interval) -> int:

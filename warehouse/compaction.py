@@ -66,7 +66,7 @@ def _row_groups(dataset: ds.Dataset, rows_per_group: int) -> Iterator[pa.Table]:
         yield pa.Table.from_batches(pending, schema=dataset.schema)
 
 
-def _clustered(group: pa.Table, column: str) -> Iterator[pa.Table]:
+def clustered(group: pa.Table, column: str) -> Iterator[pa.Table]:
     """The group's rows in one run per value of ``column``, each run keeping its rows' order.
 
     Written as separate row groups, every run's statistics name a single value, so a query filtering
@@ -78,12 +78,12 @@ def _clustered(group: pa.Table, column: str) -> Iterator[pa.Table]:
     codes = pc.dictionary_encode(values).combine_chunks().indices.to_numpy()
     order = pa.array(np.argsort(codes, kind="stable"))
     # Columns no event of the group fills (often most of them) are the same in any order.
-    clustered = pa.Table.from_arrays(
+    reordered = pa.Table.from_arrays(
         [c if c.null_count == len(c) else c.take(order) for c in group.columns], schema=group.schema
     )
     start = 0
     for rows in np.bincount(codes):
-        yield clustered.slice(start, int(rows))
+        yield reordered.slice(start, int(rows))
         start += int(rows)
 
 
@@ -98,7 +98,7 @@ def _merge(files: list[Path], version: Path, *, table: LakeTable, target_bytes: 
             path = version / f"compact-{uuid.uuid4().hex}.parquet"
             writer = pq.ParquetWriter(path, table.schema, **table.parquet_options())
             outputs += 1
-        runs = _clustered(group, table.cluster_by) if table.cluster_by else (group,)
+        runs = clustered(group, table.cluster_by) if table.cluster_by else (group,)
         for run in runs:
             writer.write_table(run, row_group_size=ROW_GROUP_ROWS)
         rows += group.num_rows

@@ -11,10 +11,17 @@
 -- no event's time is converted to the time zone. Earlier events fall in period -1. People are
 -- keyed by a 64-bit hash of their id and aggregated once, into two fixed-size numbers each
 -- (aggregate states that small keep the hash table fast; no FILTER clauses for the same reason).
+--
+-- Events in [$rolled_start, $rolled_end) are left out: the visitor-activity rollup of those whole
+-- months stands for them ($rolled_first_date..$rolled_last_date: the UTC days wholly inside, whose
+-- partitions are not even opened). With $all_people, everyone is returned, not only the people whose
+-- first qualifying event is in the range: the caller merges them with the rollup's people first.
 WITH person_events AS (
     SELECT hash(person_id) AS person_key, epoch_us(ts) AS us, name
     FROM events_people
     WHERE site_id = $site_id AND date <= $scan_end
+        AND (date < $rolled_first_date OR date > $rolled_last_date)
+        AND (ts < $rolled_start OR ts >= $rolled_end)
     UNION ALL
     SELECT hash(person_id), epoch_us(ts), 'purchase'
     FROM orders_people
@@ -50,4 +57,4 @@ people AS (
 SELECT person_key, first_us,
     (active & 18446744073709551615::UHUGEINT)::UBIGINT AS early, (active >> 64::UHUGEINT)::UBIGINT AS late
 FROM people
-WHERE first_us >= $range_start_us AND first_us < $range_end_us
+WHERE $all_people OR (first_us >= $range_start_us AND first_us < $range_end_us)

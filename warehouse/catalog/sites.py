@@ -49,6 +49,11 @@ def create(
     return row
 
 
+def timezones(conn: Connection) -> dict[str, str]:
+    """Every site's time zone, by site id."""
+    return {row.id: row.timezone for row in conn.execute(select(sites.c.id, sites.c.timezone))}
+
+
 def get(conn: Connection, *, site_id: str) -> dict[str, Any] | None:
     return get_by_id(conn, sites, site_id)
 
