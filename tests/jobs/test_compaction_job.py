@@ -9,7 +9,6 @@ from ingest.service import Ingest
 from jobs import compaction
 from jobs.scheduler import start_scheduler
 from warehouse import visitor_activity
-from warehouse.engine import Engine
 from warehouse.lake import EVENTS
 
 
@@ -41,23 +40,18 @@ def test_the_scheduler_runs_compaction_on_an_interval(tmp_path):
         ingest.stop()
 
 
-def test_compact_lake_then_rolls_up_ended_months_in_each_sites_time_zone(tmp_path):
-    ingest = Ingest(data_dir=tmp_path / "data", flush_interval_seconds=3600)
-    engine = Engine(ingest.lake)
+def test_compact_lake_then_rolls_up_ended_months_in_each_sites_time_zone(lake):
+    ingest, engine = lake
     ctx = Context(site_id="s1", site_currency="EUR", received_at=datetime.now(UTC), channel="server",
                   historical=True)  # fmt: skip
-    try:
-        for number in range(2):
-            ingest.accept_events_sync([{"name": "page_view", "visitorId": "v", "sessionId": "s",
-                                        "eventId": f"e{number}", "timestamp": "2024-01-31T23:30:00Z"}], ctx)  # fmt: skip
-            ingest.flush()
-        compaction.compact_lake(ingest, engine, lambda: {"s1": "Asia/Tokyo"})
-        # 23:30 UTC on Jan 31 is February 1 in Tokyo: the UTC day's partition holds the end of January
-        # (no event) and the start of February, both rolled up after compaction.
-        january, february = visitor_activity.current(ingest.lake, "s1", "Asia/Tokyo", until=datetime.now(UTC))
-        assert (january.month, february.month) == (date(2024, 1, 1), date(2024, 2, 1))
-        assert (pq.read_metadata(january.file).num_rows, pq.read_metadata(february.file).num_rows) == (0, 2)
-        assert len(ingest.lake.files(EVENTS)) == 1
-    finally:
-        engine.close()
-        ingest.stop()
+    for number in range(2):
+        ingest.accept_events_sync([{"name": "page_view", "visitorId": "v", "sessionId": "s",
+                                    "eventId": f"e{number}", "timestamp": "2024-01-31T23:30:00Z"}], ctx)  # fmt: skip
+        ingest.flush()
+    compaction.compact_lake(ingest, engine, lambda: {"s1": "Asia/Tokyo"})
+    # 23:30 UTC on Jan 31 is February 1 in Tokyo: the UTC day's partition holds the end of January
+    # (no event) and the start of February, both rolled up after compaction.
+    january, february = visitor_activity.current(ingest.lake, "s1", "Asia/Tokyo", until=datetime.now(UTC))
+    assert (january.month, february.month) == (date(2024, 1, 1), date(2024, 2, 1))
+    assert (pq.read_metadata(january.file).num_rows, pq.read_metadata(february.file).num_rows) == (0, 2)
+    assert len(ingest.lake.files(EVENTS)) == 1

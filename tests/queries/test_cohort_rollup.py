@@ -29,94 +29,72 @@ def report_grid(engine: Engine, query: CohortQuery) -> dict:
     }
 
 
-def test_a_month_rollup_holds_first_times_and_local_days_per_visitor_name_and_user(tmp_path):
-    ingest = Ingest(data_dir=tmp_path / "data", flush_interval_seconds=3600)
-    engine = Engine(ingest.lake)
-    try:
-        journeys_for(ingest, {
-            # 23:30 UTC on Jan 2 is Jan 3 in Berlin; Jan 31 23:30 UTC is already February there.
-            "v1": [{"event": "page_view", "at": "2024-01-02T23:30:00Z"},
-                   {"event": "purchase", "at": "2024-01-20T10:00:00Z"},
-                   {"event": "page_view", "at": "2024-01-31T23:30:00Z"}],
-            "v2": [{"event": "page_view", "at": "2024-01-05T10:00:00Z", "userId": "ada"}],
-        })  # fmt: skip
-        assert visitor_activity.build(engine, SITE, date(2024, 1, 1), "Europe/Berlin")
-        [rollup] = visitor_activity.current(ingest.lake, SITE, "Europe/Berlin", until=NOW)
-        rows = {
-            (r["visitor_id"], r["user_id"], r["name"]): (r["first_us"], r["day_mask"])
-            for r in pq.read_table(rollup.file).to_pylist()
-        }
-        us = lambda text: int(datetime.fromisoformat(text).timestamp()) * 1_000_000  # noqa: E731
-        assert rows == {
-            ("v1", None, "*"): (us("2024-01-02T23:30:00+00:00"), (1 << 2) | (1 << 19)),
-            ("v1", None, "page_view"): (us("2024-01-02T23:30:00+00:00"), 1 << 2),
-            ("v1", None, "purchase"): (us("2024-01-20T10:00:00+00:00"), 1 << 19),
-            ("v2", "ada", "*"): (us("2024-01-05T10:00:00+00:00"), 1 << 4),
-            ("v2", "ada", "page_view"): (us("2024-01-05T10:00:00+00:00"), 1 << 4),
-        }
-    finally:
-        engine.close()
-        ingest.stop()
+def test_a_month_rollup_holds_first_times_and_local_days_per_visitor_name_and_user(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        # 23:30 UTC on Jan 2 is Jan 3 in Berlin; Jan 31 23:30 UTC is already February there.
+        "v1": [{"event": "page_view", "at": "2024-01-02T23:30:00Z"},
+               {"event": "purchase", "at": "2024-01-20T10:00:00Z"},
+               {"event": "page_view", "at": "2024-01-31T23:30:00Z"}],
+        "v2": [{"event": "page_view", "at": "2024-01-05T10:00:00Z", "userId": "ada"}],
+    })  # fmt: skip
+    assert visitor_activity.build(engine, SITE, date(2024, 1, 1), "Europe/Berlin")
+    [rollup] = visitor_activity.current(ingest.lake, SITE, "Europe/Berlin", until=NOW)
+    rows = {
+        (r["visitor_id"], r["user_id"], r["name"]): (r["first_us"], r["day_mask"])
+        for r in pq.read_table(rollup.file).to_pylist()
+    }
+    us = lambda text: int(datetime.fromisoformat(text).timestamp()) * 1_000_000  # noqa: E731
+    assert rows == {
+        ("v1", None, "*"): (us("2024-01-02T23:30:00+00:00"), (1 << 2) | (1 << 19)),
+        ("v1", None, "page_view"): (us("2024-01-02T23:30:00+00:00"), 1 << 2),
+        ("v1", None, "purchase"): (us("2024-01-20T10:00:00+00:00"), 1 << 19),
+        ("v2", "ada", "*"): (us("2024-01-05T10:00:00+00:00"), 1 << 4),
+        ("v2", "ada", "page_view"): (us("2024-01-05T10:00:00+00:00"), 1 << 4),
+    }
 
 
-def test_a_rollup_is_current_only_for_its_time_zone_and_the_files_it_was_built_from(tmp_path):
-    ingest = Ingest(data_dir=tmp_path / "data", flush_interval_seconds=3600)
-    engine = Engine(ingest.lake)
-    try:
-        journeys_for(ingest, {"v1": [{"event": "page_view", "at": "2024-01-10T10:00:00Z"}]})
-        assert visitor_activity.refresh(engine, {SITE: "UTC"}, now=NOW) == 1
-        assert [r.month for r in visitor_activity.current(ingest.lake, SITE, "UTC", until=NOW)] == [
-            date(2024, 1, 1)
-        ]
-        assert visitor_activity.current(ingest.lake, SITE, "Asia/Tokyo", until=NOW) == []
-        # A month that ends after `until` is not used even when current.
-        assert (
-            visitor_activity.current(ingest.lake, SITE, "UTC", until=datetime(2024, 1, 31, tzinfo=UTC)) == []
-        )
+def test_a_rollup_is_current_only_for_its_time_zone_and_the_files_it_was_built_from(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {"v1": [{"event": "page_view", "at": "2024-01-10T10:00:00Z"}]})
+    assert visitor_activity.refresh(engine, {SITE: "UTC"}, now=NOW) == 1
+    assert [r.month for r in visitor_activity.current(ingest.lake, SITE, "UTC", until=NOW)] == [
+        date(2024, 1, 1)
+    ]
+    assert visitor_activity.current(ingest.lake, SITE, "Asia/Tokyo", until=NOW) == []
+    # A month that ends after `until` is not used even when current.
+    assert visitor_activity.current(ingest.lake, SITE, "UTC", until=datetime(2024, 1, 31, tzinfo=UTC)) == []
 
-        # A late event flushed into January: the rollup no longer stands for the month...
-        journeys_for(ingest, {"v2": [{"event": "page_view", "at": "2024-01-12T10:00:00Z"}]})
-        assert visitor_activity.current(ingest.lake, SITE, "UTC", until=NOW) == []
-        # ...until the job rebuilds it; nothing to do on the next run.
-        assert visitor_activity.refresh(engine, {SITE: "UTC"}, now=NOW) == 1
-        assert visitor_activity.refresh(engine, {SITE: "UTC"}, now=NOW) == 0
-        [rollup] = visitor_activity.current(ingest.lake, SITE, "UTC", until=NOW)
-        assert {r["visitor_id"] for r in pq.read_table(rollup.file).to_pylist()} == {"v1", "v2"}
-    finally:
-        engine.close()
-        ingest.stop()
+    # A late event flushed into January: the rollup no longer stands for the month...
+    journeys_for(ingest, {"v2": [{"event": "page_view", "at": "2024-01-12T10:00:00Z"}]})
+    assert visitor_activity.current(ingest.lake, SITE, "UTC", until=NOW) == []
+    # ...until the job rebuilds it; nothing to do on the next run.
+    assert visitor_activity.refresh(engine, {SITE: "UTC"}, now=NOW) == 1
+    assert visitor_activity.refresh(engine, {SITE: "UTC"}, now=NOW) == 0
+    [rollup] = visitor_activity.current(ingest.lake, SITE, "UTC", until=NOW)
+    assert {r["visitor_id"] for r in pq.read_table(rollup.file).to_pylist()} == {"v1", "v2"}
 
 
-def test_the_job_rolls_up_only_months_that_have_ended(tmp_path):
-    ingest = Ingest(data_dir=tmp_path / "data", flush_interval_seconds=3600)
-    engine = Engine(ingest.lake)
-    try:
-        journeys_for(ingest, {"v1": [{"event": "page_view", "at": "2024-01-10T10:00:00Z"},
-                                     {"event": "page_view", "at": "2024-02-10T10:00:00Z"}]})  # fmt: skip
-        assert visitor_activity.refresh(engine, {}, now=datetime(2024, 2, 15, tzinfo=UTC)) == 1
-        months = visitor_activity.current(ingest.lake, SITE, "UTC", until=NOW)
-        assert [r.month for r in months] == [date(2024, 1, 1)]
-    finally:
-        engine.close()
-        ingest.stop()
+def test_the_job_rolls_up_only_months_that_have_ended(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {"v1": [{"event": "page_view", "at": "2024-01-10T10:00:00Z"},
+                                 {"event": "page_view", "at": "2024-02-10T10:00:00Z"}]})  # fmt: skip
+    assert visitor_activity.refresh(engine, {}, now=datetime(2024, 2, 15, tzinfo=UTC)) == 1
+    months = visitor_activity.current(ingest.lake, SITE, "UTC", until=NOW)
+    assert [r.month for r in months] == [date(2024, 1, 1)]
 
 
-def test_a_late_event_in_a_rolled_up_month_still_counts(tmp_path):
-    ingest = Ingest(data_dir=tmp_path / "data", flush_interval_seconds=3600)
-    engine = Engine(ingest.lake)
+def test_a_late_event_in_a_rolled_up_month_still_counts(lake):
+    ingest, engine = lake
     query = CohortQuery(site_id=SITE, cohort_type="first_visit", interval="week", start_date=date(2024, 1, 1),
                         end_date=date(2024, 1, 31), period_count=3)  # fmt: skip
-    try:
-        journeys_for(ingest, {"v1": [{"event": "page_view", "at": "2024-01-02T10:00:00Z"}]})
-        visitor_activity.refresh(engine, {}, now=NOW)
-        journeys_for(ingest, {"v1": [{"event": "page_view", "at": "2024-01-10T10:00:00Z"}]})
-        assert report_grid(engine, query)["grid"] == {"2024-01-01": [1, 1, 0, 0]}
-        visitor_activity.refresh(engine, {}, now=NOW)
-        assert visitor_activity.current(ingest.lake, SITE, "UTC", until=NOW)
-        assert report_grid(engine, query)["grid"] == {"2024-01-01": [1, 1, 0, 0]}
-    finally:
-        engine.close()
-        ingest.stop()
+    journeys_for(ingest, {"v1": [{"event": "page_view", "at": "2024-01-02T10:00:00Z"}]})
+    visitor_activity.refresh(engine, {}, now=NOW)
+    journeys_for(ingest, {"v1": [{"event": "page_view", "at": "2024-01-10T10:00:00Z"}]})
+    assert report_grid(engine, query)["grid"] == {"2024-01-01": [1, 1, 0, 0]}
+    visitor_activity.refresh(engine, {}, now=NOW)
+    assert visitor_activity.current(ingest.lake, SITE, "UTC", until=NOW)
+    assert report_grid(engine, query)["grid"] == {"2024-01-01": [1, 1, 0, 0]}
 
 
 # --- property: with rollups of any months, the same report as from the events ------------------------
