@@ -73,6 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             engine=engine,
             timezones=lambda: _site_timezones(store),
         )
+        app.state.scheduler = scheduler
         # What is alive once the app has started (modules, models, routes: ~200k objects) lives as long as
         # the process. Frozen, the collector stops re-walking it on every full collection, which under
         # load stalled requests for ~130 ms each time. A request allocates hundreds of containers that

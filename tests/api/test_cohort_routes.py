@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import csv
 import io
+from datetime import UTC, datetime
 
+from jobs.compaction import JOB_ID
 from tests.factories import Session, make_user
+from warehouse import visitor_activity
 
 FILTERS = {"cohortType": "first_visit", "intervalType": "week", "startDate": "2024-01-01",
            "endDate": "2024-01-14", "periodCount": 2}  # fmt: skip
@@ -111,3 +114,34 @@ def test_cohorts_need_analytics_view(client, store, owner, outsider):
     assert outsider.get(url, params=FILTERS).status_code == 403
     viewer = Session(client, make_user(store, role="viewer", organization_id=owner.user["organization_id"]))
     assert viewer.get(url, params=FILTERS).json()["error"]["code"] == "PERMISSION_DENIED"
+
+
+def test_the_scheduled_job_rolls_up_ended_months_in_the_sites_time_zone_and_the_report_uses_them(app, owner):
+    site = owner.make_site(timezone="Asia/Tokyo")
+    # 20:00 UTC on Jan 31 is February 1 in Tokyo: two local months, both long over.
+    events = [
+        {"name": "page_view", "visitorId": visitor, "sessionId": "s", "timestamp": at}
+        for visitor, at in [("ann", "2024-01-10T10:00:00Z"), ("ann", "2024-01-31T20:00:00Z"),
+                            ("bob", "2024-01-20T10:00:00Z")]
+    ]  # fmt: skip
+    assert (
+        owner.post("/analytics/track/batch", json={"siteId": site["id"], "events": events}).status_code == 200
+    )
+    app.state.ingest.flush()
+    filters = {**FILTERS, "intervalType": "month", "endDate": "2024-01-31", "periodCount": 1}
+    from_events = owner.get(f"/analytics/cohort/{site['id']}", params=filters).json()
+
+    job = app.state.scheduler.get_job(JOB_ID)
+    job.func(*job.args)
+
+    months = visitor_activity.current(
+        app.state.ingest.lake, site["id"], "Asia/Tokyo", until=datetime.now(UTC)
+    )
+    assert [m.month.isoformat() for m in months] == ["2024-01-01", "2024-02-01"]
+    owner.post(f"/analytics/cohort/{site['id']}/cache/rebuild", json={})
+    from_rollups = owner.get(f"/analytics/cohort/{site['id']}", params={**filters, "periodCount": 2}).json()
+    rows = from_rollups["retention"]["rows"]
+    assert [(r["cohort"], [c["retainedUsers"] for c in r["periods"]]) for r in rows] == [
+        ("2024-01-01", [2, 1, 0])
+    ]
+    assert from_events["retention"]["rows"][0]["periods"][:2] == rows[0]["periods"][:2]
