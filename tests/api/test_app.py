@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import time
 
 import httpx
 
@@ -78,7 +79,12 @@ def test_prometheus_metrics_count_requests_by_route_template(server, client):
 
 def test_requests_are_logged_as_json_lines(client, capfd):
     client.get("/health", headers={"x-request-id": "req-123"})
-    lines = [json.loads(line) for line in capfd.readouterr().err.splitlines() if line.startswith("{")]
+    # The line is written once the response is on its way, so the client can be first: wait for it.
+    lines: list[dict] = []
+    deadline = time.monotonic() + 5
+    while not any(e.get("request_id") == "req-123" for e in lines) and time.monotonic() < deadline:
+        lines += [json.loads(line) for line in capfd.readouterr().err.splitlines() if line.startswith("{")]
+        time.sleep(0.01)
     [entry] = [e for e in lines if e.get("request_id") == "req-123"]
     assert entry["event"] == "request"
     assert entry["status"] == 200
