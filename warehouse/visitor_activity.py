@@ -107,7 +107,9 @@ def build(engine: Engine, site_id: str, month: date, timezone: str) -> bool:
 
 
 def _forget_replaced(directory: Path, *, keep: str) -> None:
-    for old in directory.glob("*.parquet"):
+    """Delete data files no manifest names any more (and files a crash left half-written) once
+    their grace period is over."""
+    for old in [*directory.glob("*.parquet"), *directory.glob(".*.tmp")]:
         if old.name != keep and time.time() - old.stat().st_mtime >= GRACE_SECONDS:
             old.unlink(missing_ok=True)
 
@@ -160,10 +162,15 @@ def refresh(engine: Engine, timezones: Mapping[str, str], *, now: datetime | Non
     for site_dir in sorted(lake.table_dir(EVENTS).glob("site_id=*")):
         site_id = site_dir.name.removeprefix("site_id=")
         timezone = timezones.get(site_id, "UTC")
-        fresh = {r.month for r in current(lake, site_id, timezone, until=now)}
-        for month in _months_with_events(lake, site_id, timezone):
-            if month not in fresh and month_bounds(month, timezone)[1] <= now:
-                built += build(engine, site_id, month, timezone)
+        try:
+            fresh = {r.month for r in current(lake, site_id, timezone, until=now)}
+            for month in _months_with_events(lake, site_id, timezone):
+                if month not in fresh and month_bounds(month, timezone)[1] <= now:
+                    built += build(engine, site_id, month, timezone)
+        except Exception:
+            # One site's failure (say, a time zone this machine does not know) must not keep the
+            # others' rollups from being built; its reports scan the events meanwhile.
+            log.exception("visitor activity rollup failed", site_id=site_id, timezone=timezone)
     if built:
         log.info("visitor activity rolled up", months=built)
     return built

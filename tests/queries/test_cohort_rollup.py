@@ -151,3 +151,11 @@ def test_the_report_over_rollups_equals_the_report_over_events(
     finally:
         engine.close()
         ingest.stop()
+
+
+def test_one_sites_failure_does_not_stop_the_others_rollups(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {"v1": [{"event": "page_view", "at": "2024-01-10T10:00:00Z"}]}, site_id="broken")
+    journeys_for(ingest, {"v1": [{"event": "page_view", "at": "2024-01-10T10:00:00Z"}]})
+    assert visitor_activity.refresh(engine, {"broken": "Mars/Olympus_Mons", SITE: "UTC"}, now=NOW) == 1
+    assert visitor_activity.current(ingest.lake, SITE, "UTC", until=NOW)
