@@ -161,6 +161,8 @@ def _merged(raw: pa.Table, rollup: pa.Table, early: np.ndarray, late: np.ndarray
     """Everyone of the events scan and of the rollups, one row per person (first qualifying time the
     earlier, period masks together), kept when that first time is in [start_us, end_us)."""
     keys = np.concatenate([raw["person_key"].to_numpy(), rollup["person_key"].to_numpy()])
+    if not len(keys):
+        return raw.slice(0, 0)
     firsts = np.concatenate([
         pc.fill_null(raw["first_us"], NEVER_US).to_numpy(), pc.fill_null(rollup["first_us"], NEVER_US).to_numpy(),
     ])  # fmt: skip
@@ -168,9 +170,7 @@ def _merged(raw: pa.Table, rollup: pa.Table, early: np.ndarray, late: np.ndarray
     lates = np.concatenate([raw["late"].to_numpy().astype(np.uint64), late])
     order = np.argsort(keys)
     keys = keys[order]
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.array([], dtype=np.int64)
-    if not len(starts):
-        return raw.slice(0, 0)
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     first = np.minimum.reduceat(firsts[order], starts)
     keep = (first >= start_us) & (first < end_us)
     return pa.table({

@@ -66,7 +66,7 @@ def _row_groups(dataset: ds.Dataset, rows_per_group: int) -> Iterator[pa.Table]:
         yield pa.Table.from_batches(pending, schema=dataset.schema)
 
 
-def clustered(group: pa.Table, column: str) -> Iterator[pa.Table]:
+def _clustered(group: pa.Table, column: str) -> Iterator[pa.Table]:
     """The group's rows in one run per value of ``column``, each run keeping its rows' order.
 
     Written as separate row groups, every run's statistics name a single value, so a query filtering
@@ -98,7 +98,7 @@ def _merge(files: list[Path], version: Path, *, table: LakeTable, target_bytes: 
             path = version / f"compact-{uuid.uuid4().hex}.parquet"
             writer = pq.ParquetWriter(path, table.schema, **table.parquet_options())
             outputs += 1
-        runs = clustered(group, table.cluster_by) if table.cluster_by else (group,)
+        runs = _clustered(group, table.cluster_by) if table.cluster_by else (group,)
         for run in runs:
             writer.write_table(run, row_group_size=ROW_GROUP_ROWS)
         rows += group.num_rows
