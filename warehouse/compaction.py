@@ -18,10 +18,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.dataset as ds
+import polars as pl
 import pyarrow.parquet as pq
 import structlog
 
@@ -30,6 +27,7 @@ from warehouse.lake import Lake, LakeTable, fsync_path
 log = structlog.get_logger("aisle.compaction")
 
 TARGET_FILE_BYTES = 128 * 1024 * 1024
+# Big row groups, as ARCHITECTURE.md asks; sorted by name, a name filter still skips most of them.
 ROW_GROUP_ROWS = 1_000_000
 SMALL_FILE_BYTES = 64 * 1024 * 1024
 GRACE_SECONDS = 15 * 60
@@ -49,64 +47,65 @@ def _small_files(partition: Path) -> list[Path]:
     return sorted(p for p in partition.glob("*.parquet") if p.stat().st_size < SMALL_FILE_BYTES)
 
 
-def _row_groups(dataset: ds.Dataset, rows_per_group: int) -> Iterator[pa.Table]:
-    """The dataset's rows in tables of ``rows_per_group`` rows (the last one shorter). Batches come
-    one small file at a time; written as they come, each would stay a tiny row group."""
-    pending: list[pa.RecordBatch] = []
-    pending_rows = 0
-    for batch in dataset.to_batches(batch_size=rows_per_group):
-        pending.append(batch)
-        pending_rows += batch.num_rows
-        if pending_rows >= rows_per_group:
-            group = pa.Table.from_batches(pending, schema=dataset.schema)
-            yield group.slice(0, rows_per_group)
-            rest = group.slice(rows_per_group)
-            pending, pending_rows = rest.to_batches(), rest.num_rows
-    if pending_rows:
-        yield pa.Table.from_batches(pending, schema=dataset.schema)
+def _batches(files: list[Path], limit: int) -> Iterator[list[Path]]:
+    """``files`` in runs of at most ``limit`` bytes (at least one file each): one merged file per run,
+    so a partition of any size merges in bounded memory."""
+    run: list[Path] = []
+    size = 0
+    for path in files:
+        grows = path.stat().st_size
+        if run and size + grows > limit:
+            yield run
+            run, size = [], 0
+        run.append(path)
+        size += grows
+    if run:
+        yield run
 
 
-def _clustered(group: pa.Table, column: str) -> Iterator[pa.Table]:
-    """The group's rows in one run per value of ``column``, each run keeping its rows' order.
-
-    Written as separate row groups, every run's statistics name a single value, so a query filtering
-    on that column (analytics filter on the event name almost always) skips the other runs' row
-    groups instead of decoding them: carts and purchases are a sixth of a storefront's events."""
-    values = group.column(column)
-    if values.null_count:
-        values = pc.fill_null(values, "")
-    codes = pc.dictionary_encode(values).combine_chunks().indices.to_numpy()
-    order = pa.array(np.argsort(codes, kind="stable"))
-    # Columns no event of the group fills (often most of them) are the same in any order.
-    reordered = pa.Table.from_arrays(
-        [c if c.null_count == len(c) else c.take(order) for c in group.columns], schema=group.schema
-    )
-    start = 0
-    for rows in np.bincount(codes):
-        yield reordered.slice(start, int(rows))
-        start += int(rows)
+def _filled_columns(files: list[Path]) -> set[str]:
+    """The columns some row of ``files`` fills, from the files' statistics (no data is read)."""
+    filled: set[str] = set()
+    for path in files:
+        metadata = pq.read_metadata(path)
+        for g in range(metadata.num_row_groups):
+            group = metadata.row_group(g)
+            for c in range(group.num_columns):
+                column = group.column(c)
+                stats = column.statistics
+                if stats is None or not stats.has_null_count or stats.null_count < group.num_rows:
+                    filled.add(column.path_in_schema.split(".")[0])
+    return filled
 
 
 def _merge(files: list[Path], version: Path, *, table: LakeTable, target_bytes: int) -> tuple[int, int]:
-    """Stream ``files`` into files of about ``target_bytes`` in ``version``; returns (files, rows)."""
-    # The table's own schema: no schema inference that would open every small file an extra time.
-    dataset = ds.dataset([str(f) for f in files], format="parquet", schema=table.schema)
-    writer = None
+    """Merge ``files`` into sorted files in ``version``; returns (files, rows).
+
+    polars reads the small files on all cores, sorts and writes in one plan: it reads a small file
+    with less than half the CPU pyarrow's datasets take, and sorts rows faster than Arrow gathers
+    them. A column an older file lacks reads as nulls of its type."""
+    schema = pl.from_arrow(table.schema.empty_table()).schema
     outputs = rows = 0
-    for group in _row_groups(dataset, ROW_GROUP_ROWS):
-        if writer is None:
-            path = version / f"compact-{uuid.uuid4().hex}.parquet"
-            writer = pq.ParquetWriter(path, table.schema, **table.parquet_options())
-            outputs += 1
-        runs = _clustered(group, table.cluster_by) if table.cluster_by else (group,)
-        for run in runs:
-            writer.write_table(run, row_group_size=ROW_GROUP_ROWS)
-        rows += group.num_rows
-        if path.stat().st_size >= target_bytes:
-            writer.close()
-            writer = None
-    if writer is not None:
-        writer.close()
+    # Small flush files shrink to about half once merged and compressed as one.
+    for run in _batches(files, 2 * target_bytes):
+        path = version / f"compact-{uuid.uuid4().hex}.parquet"
+        # Sorting carries every column along, and most columns of most events are empty: those
+        # join again as typed nulls after the sort.
+        filled = _filled_columns(run)
+        plan = pl.scan_parquet(run, schema=schema, missing_columns="insert").select(
+            [name for name in schema if name in filled]
+        )
+        if table.sort_by:
+            plan = plan.sort(*table.sort_by, maintain_order=True)
+        plan = plan.select(
+            [
+                pl.col(name) if name in filled else pl.lit(None, kind).alias(name)
+                for name, kind in schema.items()
+            ]
+        )
+        plan.sink_parquet(path, compression="zstd", row_group_size=ROW_GROUP_ROWS, statistics=True)
+        rows += pq.read_metadata(path).num_rows
+        outputs += 1
     for output in version.glob("*.parquet"):
         fsync_path(output)
     return outputs, rows

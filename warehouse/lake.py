@@ -118,8 +118,9 @@ class LakeTable:
     name: str
     schema: pa.Schema
     key: str  # the column that identifies a row for exactly-once storage
-    # Compaction writes one row group per value of this column, so filters on it skip row groups.
-    cluster_by: str | None = None
+    # Compaction sorts merged rows by these columns: row groups then hold few values of the first, so
+    # filters on it skip groups, and each value's rows of the second sit together for joins.
+    sort_by: tuple[str, ...] = ()
 
     def parquet_options(self) -> dict:
         """How this table's files are written: zstd, dictionaries for every column but the row key,
@@ -149,7 +150,7 @@ class LakeTable:
         return pa.Table.from_arrays(columns, schema=self.schema)
 
 
-EVENTS = LakeTable("events", EVENTS_SCHEMA, key="event_id", cluster_by="name")
+EVENTS = LakeTable("events", EVENTS_SCHEMA, key="event_id", sort_by=("name", "visitor_id"))
 ORDERS = LakeTable("orders", ORDERS_SCHEMA, key="order_id")
 METRICS = LakeTable("client_metrics", METRICS_SCHEMA, key="metric_id")
 CONSENTS = LakeTable("consents", CONSENTS_SCHEMA, key="consent_id")

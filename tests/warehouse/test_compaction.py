@@ -11,6 +11,7 @@ import pytest
 
 from ingest.normalise import Context
 from ingest.service import Ingest
+from warehouse import compaction
 from warehouse.compaction import compact_table, purge_retired
 from warehouse.engine import Engine
 from warehouse.lake import EVENTS
@@ -152,7 +153,10 @@ def test_merged_files_have_big_row_groups_not_one_per_small_file(ingest):
     assert "RLE_DICTIONARY" in columns["name"].encodings
 
 
-def test_merged_events_are_clustered_by_name_one_row_group_per_name(ingest):
+def test_merged_events_are_sorted_by_name_then_visitor_so_a_name_filter_reads_only_its_row_groups(
+    ingest, monkeypatch
+):
+    monkeypatch.setattr(compaction, "ROW_GROUP_ROWS", 10)
     names = ["page_view", "add_to_cart", "page_view", "purchase", "product_view"]
     for number in range(6):
         batch = events(number * 10, 10)
@@ -163,17 +167,40 @@ def test_merged_events_are_clustered_by_name_one_row_group_per_name(ingest):
         ingest.accept_events_sync(batch, context())
         ingest.flush()
     files = [str(f) for f in ingest.lake.files(EVENTS)]
-    before = duckdb.sql(f"SELECT name, event_id FROM read_parquet({files})").fetchall()
+    before = duckdb.sql(f"SELECT name, visitor_id, event_id FROM read_parquet({files})").fetchall()
 
     compact_table(ingest.lake, EVENTS, writer_lock=ingest.flushers["events"].lock)
 
     [merged] = ingest.lake.files(EVENTS)
+    rows = pq.read_table(merged, columns=["name", "visitor_id", "event_id"]).to_pylist()
+    in_file_order = [(r["name"], r["visitor_id"], r["event_id"]) for r in rows]
+    assert sorted(in_file_order) == sorted(before)
+    assert [r[:2] for r in in_file_order] == sorted(r[:2] for r in before)
     metadata = pq.ParquetFile(merged).metadata
+    assert metadata.num_row_groups == 6
     name_column = metadata.schema.names.index("name")
-    stats = [metadata.row_group(g).column(name_column).statistics for g in range(metadata.num_row_groups)]
-    # Each row group holds one name, so a filter on another name skips it on its statistics alone.
-    assert sorted(s.min for s in stats) == ["add_to_cart", "page_view", "product_view", "purchase"]
-    assert all(s.min == s.max for s in stats)
-    assert sorted(duckdb.sql(f"SELECT name, event_id FROM read_parquet('{merged}')").fetchall()) == sorted(
-        before
+    ranges = [metadata.row_group(g).column(name_column).statistics for g in range(6)]
+    held = [{r[0] for r in in_file_order[g * 10 : (g + 1) * 10]} for g in range(6)]
+    for name in set(names):
+        # The groups a filter on this name cannot skip on their statistics are exactly those holding it.
+        assert {g for g in range(6) if ranges[g].min <= name <= ranges[g].max} == {
+            g for g in range(6) if name in held[g]
+        }
+
+
+def test_a_big_partition_merges_in_runs_of_bounded_input_one_file_each(ingest):
+    total = flush_in_files(ingest, files=12, per_file=25)
+    partition = ingest.lake.partition_dir(EVENTS, site_id=SITE, date="2024-03-05")
+    sizes = sorted(p.stat().st_size for p in partition.glob("*.parquet"))
+    # Input runs are capped at twice the target size: here, four small files a run.
+    target = (4 * sizes[-1]) // 2
+
+    result = compact_table(
+        ingest.lake, EVENTS, writer_lock=ingest.flushers["events"].lock, target_bytes=target
     )
+
+    assert (result.files_in, result.files_out, result.rows) == (12, 3, total)
+    merged = sorted(partition.glob("*.parquet"))
+    assert len(merged) == 3 and all(p.name.startswith("compact-") for p in merged)
+    ids = duckdb.sql(f"SELECT event_id FROM read_parquet({[str(p) for p in merged]})").fetchall()
+    assert sorted(i for (i,) in ids) == sorted(f"e{i}" for i in range(total))
