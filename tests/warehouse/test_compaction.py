@@ -204,3 +204,25 @@ def test_a_big_partition_merges_in_runs_of_bounded_input_one_file_each(ingest):
     assert len(merged) == 3 and all(p.name.startswith("compact-") for p in merged)
     ids = duckdb.sql(f"SELECT event_id FROM read_parquet({[str(p) for p in merged]})").fetchall()
     assert sorted(i for (i,) in ids) == sorted(f"e{i}" for i in range(total))
+
+
+def test_merged_files_keep_every_column_with_its_type_and_the_one_value_a_column_holds(ingest):
+    batch = events(0, 10)
+    batch[3]["userId"] = "ada"
+    ingest.accept_events_sync(batch, context())
+    ingest.flush()
+    ingest.accept_events_sync(events(10, 10), context())
+    ingest.flush()
+    [small, _] = ingest.lake.files(EVENTS)
+    before = duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{small}')").fetchall()
+
+    compact_table(ingest.lake, EVENTS, writer_lock=ingest.flushers["events"].lock)
+
+    [merged] = ingest.lake.files(EVENTS)
+    assert duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{merged}')").fetchall() == before
+    assert duckdb.sql(
+        f"SELECT event_id, user_id FROM read_parquet('{merged}') WHERE user_id IS NOT NULL"
+    ).fetchall() == [("e3", "ada")]
+    assert duckdb.sql(f"SELECT count(*), count(referrer) FROM read_parquet('{merged}')").fetchall() == [
+        (20, 0)
+    ]
