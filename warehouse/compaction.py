@@ -91,7 +91,8 @@ def _merge(files: list[Path], version: Path, *, table: LakeTable, target_bytes: 
         path = version / f"compact-{uuid.uuid4().hex}.parquet"
         # Sorting carries every column along, and most columns of most events are empty: those
         # join again as typed nulls after the sort.
-        filled = _filled_columns(run)
+        # The sort keys are always kept: sorting needs them whatever the statistics say.
+        filled = _filled_columns(run) | set(table.sort_by)
         plan = pl.scan_parquet(run, schema=schema, missing_columns="insert").select(
             [name for name in schema if name in filled]
         )

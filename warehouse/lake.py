@@ -123,8 +123,9 @@ class LakeTable:
     sort_by: tuple[str, ...] = ()
 
     def parquet_options(self) -> dict:
-        """How this table's files are written: zstd, dictionaries for every column but the row key,
-        whose values are all distinct (a dictionary there is built, then abandoned, at a cost)."""
+        """How this table's flush files are written: zstd, dictionaries for every column but the row
+        key, whose values are all distinct (a dictionary there is built, then abandoned, at a cost).
+        Compaction writes with polars, zstd too, which leaves all-distinct columns plain by itself."""
         return {"compression": "zstd", "use_dictionary": [n for n in self.schema.names if n != self.key]}
 
     def wire_schema(self) -> pa.Schema:
