@@ -102,8 +102,8 @@ async def accept_event_batch(request: Request, site_key: str) -> Response:
     body = await read_body(request)
     valid = parse_event_batch(body)
     if valid is not None:
-        events, sent_at = valid["events"], valid.get("sent_at")
-        visitor = events[0]["visitor_id"] if events else None
+        events, sent_at = valid.events, valid.sent_at
+        visitor = events[0].visitor_id if events else None
     else:
         batch = EventBatchIn.model_validate(parse_json(body))
         events, sent_at = batch.events, batch.sent_at

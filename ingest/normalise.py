@@ -12,12 +12,14 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+import msgspec
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from ingest.currency import is_iso4217, resolve_currency
 from ingest.event_names import CANONICAL_EVENT_NAMES, EVENT_FAMILIES
-from ingest.schemas import MAX_EVENT_BYTES, Consent, EventBatch, EventIn, MetricIn, OrderIn
+from ingest.event_struct import EVENT_BATCH_DECODER, ConsentStruct, EventStruct
+from ingest.schemas import MAX_EVENT_BYTES, Consent, EventIn, MetricIn, OrderIn
 
 PRODUCT_EVENTS = frozenset(EVENT_FAMILIES["product"])
 CATEGORY_EVENTS = frozenset(EVENT_FAMILIES["category"])
@@ -131,7 +133,6 @@ def common_columns(ctx: Context) -> dict[str, Any]:
 
 
 EVENT_LIST = TypeAdapter(list[EventIn])
-EVENT_BATCH = TypeAdapter(EventBatch)
 
 
 def _event_error(error: dict[str, Any]) -> Rejected:
@@ -156,7 +157,7 @@ def _json_size(value: Any) -> int | None:
 EventFailures = list[tuple[int, Rejected]]
 EventColumns = dict[str, list[Any]]
 
-# The per-event columns of the durable log, in the order ``_BatchContext.values`` gives them.
+# The per-event columns of the durable log, in order.
 EVENT_LOG_COLUMNS = (
     "event_id", "name", "ts", "visitor_id", "session_id", "journey_id", "user_id", "entity_type", "entity_id",
     "url", "referrer", "metadata", "product_item_code", "category_path", "currency", "value",
@@ -175,7 +176,7 @@ def _screen(raws: list[Any]) -> dict[int, Rejected]:
         elif not isinstance(raw.get("name"), str) or raw["name"] not in CANONICAL_EVENT_NAMES:
             bad[index] = Rejected("UNKNOWN_EVENT_NAME", f"'{raw.get('name')}' is not a canonical event name")
         elif check_sizes and (size := _json_size(raw)) is None:
-            bad[index] = Rejected("INVALID_EVENT", "event nests JSON too deeply")
+            bad[index] = _unstorable()
         elif check_sizes and size > MAX_EVENT_BYTES:
             bad[index] = Rejected("EVENT_TOO_LARGE", f"event is larger than {MAX_EVENT_BYTES} bytes as JSON")
     return bad
@@ -194,46 +195,86 @@ def event_log_columns(raws: list[Any], ctx: Context) -> tuple[EventColumns, Even
             bad.setdefault(candidates[error["loc"][0]], _event_error(error))
         candidates = [i for i in candidates if i not in bad]
         events = EVENT_LIST.validate_python([raws[i] for i in candidates])
-    return _columns_of(events, candidates, bad, ctx)
+    return _columns_of(list(map(_as_struct, events)), candidates, bad, ctx)
 
 
-def parse_event_batch(body: bytes) -> EventBatch | None:
+def _as_struct(event: EventIn) -> Any:
+    """A pydantic-validated event in the form the fast path decodes into (one column builder)."""
+    consent = event.get("consent")
+    fields = {**event, "consent": ConsentStruct(**consent)} if consent else event
+    return EventStruct(**fields)
+
+
+def parse_event_batch(body: bytes) -> Any | None:
     """The fast path for a whole batch body: JSON parsed and every event validated in one call into
-    pydantic-core. None when anything needs the per-event path (a bad event, a body large enough
-    that single events could break the size limit), which then reports each problem by index."""
+    msgspec (``ingest.event_struct``). None when anything needs the per-event path (a bad event, a
+    value read differently by the two libraries, a body large enough that single events could break
+    the size limit), which then reports each problem by index."""
     if len(body) > MAX_EVENT_BYTES:
         return None
     try:
-        batch = EVENT_BATCH.validate_json(body)
-    except ValidationError:
+        batch = EVENT_BATCH_DECODER.decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError):
         return None
-    if not all(event["name"] in CANONICAL_EVENT_NAMES for event in batch["events"]):
+    if not all(event.name in CANONICAL_EVENT_NAMES for event in batch.events):
         return None
     return batch
 
 
-def valid_event_log_columns(events: list[EventIn], ctx: Context) -> tuple[EventColumns, EventFailures]:
-    """``event_log_columns`` for events that ``parse_event_batch`` already validated."""
+def valid_event_log_columns(events: list[Any], ctx: Context) -> tuple[EventColumns, EventFailures]:
+    """``event_log_columns`` for the events of a batch that ``parse_event_batch`` returned."""
     return _columns_of(events, range(len(events)), {}, ctx)
 
 
 def _columns_of(
-    events, indexes, bad: dict[int, Rejected], ctx: Context
+    events: list[Any], indexes, bad: dict[int, Rejected], ctx: Context
 ) -> tuple[EventColumns, EventFailures]:
     # Built a column at a time while the batch is hot in the cache: the flusher then joins lists
-    # instead of picking one field out of tens of thousands of row dicts per column.
+    # instead of picking one field out of tens of thousands of row dicts per column. The columns
+    # that need a rule per event come from one pass; the others are copied by comprehension.
     batch = _BatchContext(ctx)
-    values = []
+    kept, derived = [], []
     for index, event in zip(indexes, events, strict=True):
         try:
-            values.append(batch.values(event))
+            derived.append(batch.derived(event))
         except Rejected as rejected:
             bad[index] = rejected
-    if not values:
-        return {name: [] for name in EVENT_LOG_COLUMNS}, sorted(bad.items())
-    return dict(zip(EVENT_LOG_COLUMNS, map(list, zip(*values, strict=True)), strict=True)), sorted(
-        bad.items()
-    )
+        else:
+            kept.append(event)
+    failures = sorted(bad.items())
+    if not kept:
+        return {name: [] for name in EVENT_LOG_COLUMNS}, failures
+    ts, day, metadata, product_code, category_path, currency, value = map(list, zip(*derived, strict=True))
+    consents = [event.consent for event in kept]
+    if any(consents):
+        consent = {f"consent_{part}": [c and getattr(c, part) for c in consents] for part in CONSENT_PARTS}
+    else:
+        nothing = [None] * len(kept)
+        consent = {f"consent_{part}": nothing for part in CONSENT_PARTS}
+    columns = {
+        "event_id": [event.event_id or uuid.uuid4().hex for event in kept],
+        "name": [event.name for event in kept],
+        "ts": ts,
+        "visitor_id": [event.visitor_id for event in kept],
+        "session_id": [event.session_id for event in kept],
+        "journey_id": [event.journey_id for event in kept],
+        "user_id": [event.user_id for event in kept],
+        "entity_type": [event.entity_type for event in kept],
+        "entity_id": [event.entity_id for event in kept],
+        "url": [event.url for event in kept],
+        "referrer": [event.referrer for event in kept],
+        "metadata": metadata,
+        "product_item_code": product_code,
+        "category_path": category_path,
+        "currency": currency,
+        "value": value,
+        **consent,
+        "date": day,
+    }
+    return columns, failures
+
+
+CONSENT_PARTS = ("necessary", "analytics", "marketing", "preferences")
 
 
 def event_rows(raws: list[Any], ctx: Context) -> tuple[list[dict[str, Any]], EventFailures]:
@@ -260,11 +301,17 @@ class _BatchContext:
         self.received_us = micros(ctx.received_at)
         self.received_date = ctx.received_at.astimezone(UTC).date().isoformat()
 
-    def values(self, event: EventIn) -> tuple[Any, ...]:
-        """The event's log columns, in the order of ``EVENT_LOG_COLUMNS``."""
+    def derived(self, event: Any) -> tuple[Any, ...]:
+        """The log columns that take a rule: ts, date, metadata (JSON), product_item_code,
+        category_path, currency and value; raises Rejected for an event that breaks one."""
         ctx = self.ctx
-        name = event["name"]
-        metadata = event.get("metadata")
+        name = event.name
+        metadata = event.metadata
+        # First, as the per-event path's screen does: metadata is the only free JSON of an event.
+        try:
+            metadata_json = orjson.dumps(metadata).decode() if metadata else "{}"
+        except orjson.JSONEncodeError:
+            raise _unstorable() from None
         get = metadata.get if metadata else _nothing
         product_code = get("productItemCode")
         if product_code is not None:
@@ -277,49 +324,38 @@ class _BatchContext:
         if category_path is not None and not isinstance(category_path, str):
             raise Rejected("INVALID_EVENT", "metadata.categoryPath must be a string such as 'Home > Kitchen'")
         if name in CATEGORY_EVENTS:
-            category_path = str(category_path or event.get("entity_id") or UNKNOWN_CATEGORY)
-        timestamp = event.get("timestamp")
+            category_path = str(category_path or event.entity_id or UNKNOWN_CATEGORY)
+        timestamp = event.timestamp
         if timestamp is None:
             ts, day = self.received_us, self.received_date
         else:
             moment = event_time(timestamp, ctx)
             ts, day = micros(moment), moment.astimezone(UTC).date().isoformat()
-        currency, meta_currency = event.get("currency"), get("currency")
+        currency, meta_currency = event.currency, get("currency")
         if currency is None and meta_currency is None:
             currency = self.site_currency
         else:
             currency = _currency(
                 currency, meta_currency if isinstance(meta_currency, str) else None, ctx.site_currency
             )
-        try:
-            metadata_json = orjson.dumps(metadata).decode() if metadata else "{}"
-        except orjson.JSONEncodeError:
-            raise Rejected("INVALID_EVENT", "event nests JSON too deeply") from None
-        value = event.get("value")
-        consent = event.get("consent") or {}
+        value = event.value
         return (
-            event.get("event_id") or uuid.uuid4().hex,
-            name,
             ts,
-            event["visitor_id"],
-            event["session_id"],
-            event.get("journey_id"),
-            event.get("user_id"),
-            event.get("entity_type"),
-            event.get("entity_id"),
-            event.get("url"),
-            event.get("referrer"),
+            day,
             metadata_json,
             product_code,
             category_path,
             currency,
             None if value is None else money(value, "value"),
-            consent.get("necessary"),
-            consent.get("analytics"),
-            consent.get("marketing"),
-            consent.get("preferences"),
-            day,
         )
+
+
+def _unstorable() -> Rejected:
+    # orjson, which writes the log, stops at 255 levels of nesting and at integers beyond 64 bits.
+    return Rejected(
+        "INVALID_EVENT",
+        "event holds JSON that cannot be stored (nested too deeply, or an integer beyond 64 bits)",
+    )
 
 
 def _nothing(_key: str) -> None:

@@ -26,7 +26,7 @@ from ingest.normalise import (
     order_row,
     valid_event_log_columns,
 )
-from ingest.schemas import BatchResult, EventIn, Rejection
+from ingest.schemas import BatchResult, Rejection
 from warehouse.lake import CONSENTS, EVENTS, METRICS, ORDERS, TABLES, Lake, LakeTable
 
 Failures = list[tuple[int, Rejected]]
@@ -175,7 +175,7 @@ class Ingest:
         """Validate, drop re-sent event ids, append durably; rejections by index."""
         return await self._store_events(*event_log_columns(raws, ctx), ctx)
 
-    async def accept_valid_events(self, events: list[EventIn], ctx: Context) -> BatchResult:
+    async def accept_valid_events(self, events: list[Any], ctx: Context) -> BatchResult:
         """``accept_events`` for a batch that ``parse_event_batch`` already validated."""
         return await self._store_events(*valid_event_log_columns(events, ctx), ctx)
 
