@@ -27,7 +27,8 @@ from api.analytics.site_events import router as site_events_router
 from api.analytics.sql import router as sql_router
 from api.auth.routes import router as auth_router
 from api.errors import ERROR_RESPONSE_SCHEMA, install_error_handlers
-from api.ingest_routes import hot_routes
+from api.hot_path import AisleApp, HotPath
+from api.ingest_routes import accept_event_batch
 from api.ingest_routes import private as tracking_router
 from api.ingest_routes import public as public_ingest_router
 from api.observability import Metrics, RequestObserver, configure_logging
@@ -90,7 +91,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             engine.close()
             store.dispose()
 
-    app = FastAPI(
+    app = AisleApp(
         title="Aisle",
         version="0.1.0",
         description="Storefront personalization and analytics. Errors always use the envelope "
@@ -128,7 +129,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         categories_router, products_router, search_router, correlations_router,
     ):  # fmt: skip
         app.include_router(router, prefix=API_PREFIX)
-    app.router.routes[:0] = hot_routes(API_PREFIX)
     openapi_bodies.install(app, error_response=ERROR_RESPONSE_SCHEMA)
 
     @app.get("/metrics", include_in_schema=False)
@@ -136,4 +136,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     app.add_middleware(RequestObserver, metrics=metrics)
+    app.hot_path = HotPath(
+        app, prefix=f"{API_PREFIX}/public/sites/", suffix="/events/batch",
+        endpoint=accept_event_batch, metrics=metrics,
+    )  # fmt: skip
     return app

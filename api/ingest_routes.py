@@ -8,7 +8,6 @@ from typing import Any
 import orjson
 from fastapi import APIRouter, Request, Response
 from pydantic import Field
-from starlette.routing import Match, Route
 
 from api.auth.permissions import ANALYTICS_VIEW
 from api.deps import ClientAddress, CurrentUser, HotStateDep, SettingsDep, StoreDep, load_owned_site, require
@@ -95,8 +94,9 @@ async def events_batch(request: Request, siteKey: str) -> Response:
 
 
 async def accept_event_batch(request: Request, site_key: str) -> Response:
-    # The storefront's hottest route: its needs are read straight off the app state instead of
-    # through dependency injection, which costs more than the ingest work for a batch of 50.
+    # The storefront's hottest route (served by ``api.hot_path``): its needs are read straight off
+    # the app state instead of through dependency injection, which costs more than the ingest work
+    # for a batch of 50.
     state = request.app.state
     caller = await guard_public_site(request, state.store, site_key)
     body = await read_body(request)
@@ -116,28 +116,6 @@ async def accept_event_batch(request: Request, site_key: str) -> Response:
     return Response(
         orjson.dumps(result.model_dump(by_alias=True)), media_type="application/json", headers=headers
     )
-
-
-class _NamedRoute(Route):
-    """A Starlette route that names itself in the scope, as FastAPI's own routes do, so request
-    logs and metrics label it by its template."""
-
-    def matches(self, scope):
-        match, child_scope = super().matches(scope)
-        if match is not Match.NONE:
-            child_scope["route"] = self
-        return match, child_scope
-
-
-def hot_routes(prefix: str) -> list[Route]:
-    """The events batch as a bare Starlette route, matched before the documented FastAPI one: it
-    reads no query, header or cookie parameters, so FastAPI's per-request parameter solving is
-    pure cost on the busiest route. The FastAPI declaration above stays for the OpenAPI schema."""
-
-    async def endpoint(request: Request) -> Response:
-        return await accept_event_batch(request, request.path_params["siteKey"])
-
-    return [_NamedRoute(f"{prefix}{public.prefix}/events/batch", endpoint, methods=["POST"])]
 
 
 async def _accept_order(request: Request, raw: Any, ctx: Context, hot, settings) -> OrderResult:

@@ -587,12 +587,30 @@ def test_deep_json_and_far_clock_skew_are_400_not_500(client, app, shop):
     assert query(app, "SELECT event_id FROM events") == [("d2",)]
 
 
-def test_the_events_batch_is_served_by_its_bare_route_and_documented_by_fastapi(settings):
+def test_the_events_batch_is_served_by_the_hot_path_and_documented_by_fastapi(settings):
     app = create_app(settings)
-    [first] = app.router.routes[:1]
-    assert first.path == "/api/v1/public/sites/{siteKey}/events/batch"
-    assert first.methods == {"POST"}
+    scope = {"type": "http", "method": "POST", "path": "/api/v1/public/sites/pk_1/events/batch"}
+    assert app.hot_path.site_key(scope) == "pk_1"
+    for path in ("/api/v1/public/sites/pk_1/events/batch/", "/api/v1/public/sites//events/batch",
+                 "/api/v1/public/sites/a/b/events/batch", "/api/v1/public/sites/pk_1/orders"):  # fmt: skip
+        assert app.hot_path.site_key({**scope, "path": path}) is None, path
+    assert app.hot_path.site_key({**scope, "method": "GET"}) is None
     assert "post" in app.openapi()["paths"]["/api/v1/public/sites/{siteKey}/events/batch"]
+
+
+def test_an_unexpected_failure_on_the_hot_path_is_a_500_in_the_envelope_and_stores_nothing(
+    client, app, shop, monkeypatch
+):
+    async def broken(*_args):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(app.state.ingest, "accept_valid_events", broken)
+    response = post_events(client, shop, [ev("x-1")])
+    assert response.status_code == 500
+    assert response.json() == {"error": {"code": "INTERNAL_ERROR", "message": "Internal server error", "details": None}}
+    assert response.headers["x-request-id"]
+    app.state.ingest.flush()
+    assert query(app, "SELECT count(*) FROM events") == [(0,)]
 
 
 def test_batches_on_the_bare_route_are_counted_and_logged_under_the_route_template(client, server, shop):
