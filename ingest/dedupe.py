@@ -1,8 +1,10 @@
 """Keys stored recently (event ids, order ids), so a row re-sent or replayed is stored once.
 
-Keys are kept as 64-bit hashes in hourly buckets and forgotten after the window. Every key lives in
-exactly one bucket, and one set holds them all, so a lookup costs one set probe however many
-buckets there are.
+Keys are kept as 64-bit hashes in hourly buckets and forgotten after the window. One set holds them
+all, so a lookup costs one set probe however many buckets there are; a bucket is a list of the keys
+it added, which costs less to grow than a second set on the busiest route and is only read when it
+expires. (A key released and claimed again is listed in both buckets and so forgotten when the first
+one expires: early by the seconds between the failed attempt and the retry.)
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ class RecentKeys:
     def __init__(self, *, window_seconds: int = WINDOW_SECONDS, clock=time.time) -> None:
         self.window_seconds = window_seconds
         self._clock = clock
-        self._buckets: dict[int, set[int]] = {}
+        self._buckets: dict[int, list[int]] = {}
         self._all: set[int] = set()
         self._lock = threading.Lock()
 
@@ -34,10 +36,10 @@ class RecentKeys:
         for bucket in [b for b in self._buckets if b < oldest]:
             self._all.difference_update(self._buckets.pop(bucket))
 
-    def _bucket(self, at: float | None) -> set[int]:
+    def _bucket(self, at: float | None) -> list[int]:
         now = self._clock()
         self._expire(now)
-        return self._buckets.setdefault(int((at if at is not None else now) // BUCKET_SECONDS), set())
+        return self._buckets.setdefault(int((at if at is not None else now) // BUCKET_SECONDS), [])
 
     def __contains__(self, hashed: int) -> bool:
         return hashed in self._all
@@ -49,7 +51,7 @@ class RecentKeys:
             for hashed in hashes:
                 if hashed not in known:
                     known.add(hashed)
-                    bucket.add(hashed)
+                    bucket.append(hashed)
 
     def filter_new(self, hashes: list[int]) -> list[bool]:
         """For each hash: True when it is neither recent nor repeated earlier in ``hashes``."""
@@ -71,24 +73,21 @@ class RecentKeys:
             if known.isdisjoint(hashes) and len(set(hashes)) == len(hashes):
                 # The usual batch: every key new and none repeated; set operations in C.
                 known.update(hashes)
-                bucket.update(hashes)
+                bucket.extend(hashes)
                 return [True] * len(hashes)
             fresh = []
             for hashed in hashes:
                 new = hashed not in known
                 if new:
                     known.add(hashed)
-                    bucket.add(hashed)
+                    bucket.append(hashed)
                 fresh.append(new)
         return fresh
 
     def release(self, hashes: Iterable[int]) -> None:
         """Forget claimed hashes whose rows could not be stored (the client will retry them)."""
         with self._lock:
-            for hashed in hashes:
-                self._all.discard(hashed)
-                for bucket in self._buckets.values():
-                    bucket.discard(hashed)
+            self._all.difference_update(hashes)
 
     def __len__(self) -> int:
         return len(self._all)
