@@ -214,7 +214,9 @@ def parse_event_batch(body: bytes) -> Any | None:
         return None
     try:
         batch = EVENT_BATCH_DECODER.decode(body)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except (msgspec.MsgspecError, ValueError, RecursionError):
+        # Invalid UTF-8 is a ValueError and nesting past the interpreter's limit a RecursionError
+        # in msgspec; the per-event path answers both (400 MALFORMED_JSON).
         return None
     if not all(event.name in CANONICAL_EVENT_NAMES for event in batch.events):
         return None

@@ -565,6 +565,24 @@ def test_no_shaped_body_gives_a_5xx(client, app, shop, case):
     app.state.ingest.flush()
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"events":[{"name":"page_view","visitorId":"v","sessionId":"s","metadata":{"a":'
+        + b"[" * 15000 + b"]" * 15000 + b"}}]}",
+        b'{"events":[{"name":"page_view","visitorId":"\xff\xfe","sessionId":"s"}]}',
+    ],
+    ids=["nested past the recursion limit", "invalid UTF-8"],
+)
+def test_unreadable_json_bodies_are_400_not_500(client, shop, body):
+    response = client.post(
+        f"/public/sites/{shop['siteKey']}/events/batch",
+        content=body,
+        headers={**ORIGIN, "Content-Type": "application/json"},
+    )
+    assert (response.status_code, error_code(response)) == (400, "MALFORMED_JSON")
+
+
 def test_deep_json_and_far_clock_skew_are_400_not_500(client, app, shop):
     deep: Any = []
     for _ in range(300):

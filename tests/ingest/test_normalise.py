@@ -688,3 +688,21 @@ def test_bodies_that_may_hold_an_oversized_event_go_per_event():
     assert parse_event_batch(orjson.dumps({"events": [big]})) is None
     assert parse_event_batch(orjson.dumps({"events": [event(visitorId="")]})) is None
     assert parse_event_batch(b'{"events": [') is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"events":[{"name":"page_view","visitorId":"v","sessionId":"s","metadata":{"a":'
+        + b"[" * 15000
+        + b"]" * 15000
+        + b"}}]}",
+        b'{"events":[{"name":"page_view","visitorId":"\xff\xfe","sessionId":"s"}]}'.decode(
+            "unicode_escape"
+        ).encode("latin-1"),
+        b'{"events":' + b"[" * 15000 + b"]" * 15000 + b"}",
+    ],
+    ids=["metadata nested past the recursion limit", "invalid UTF-8", "nested events"],
+)
+def test_hostile_bodies_go_per_event_instead_of_raising(body):
+    assert parse_event_batch(body) is None
