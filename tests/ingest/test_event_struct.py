@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, NotRequired
 
 import msgspec
 import orjson
 import pytest
 from pydantic import Field
-from typing_extensions import NotRequired, TypedDict, get_type_hints
+from typing_extensions import TypedDict, get_type_hints
 
 from ingest.event_struct import EVENT_BATCH_DECODER, EventStruct, struct_of
 from ingest.schemas import MAX_BATCH_EVENTS, MAX_ID_LENGTH, MAX_URL_LENGTH, EventIn
