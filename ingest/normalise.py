@@ -201,7 +201,7 @@ def event_log_columns(raws: list[Any], ctx: Context) -> tuple[EventColumns, Even
 def _as_struct(event: EventIn) -> Any:
     """A pydantic-validated event in the form the fast path decodes into (one column builder)."""
     consent = event.get("consent")
-    fields = {**event, "consent": ConsentStruct(**consent)} if consent else event
+    fields = event if consent is None else {**event, "consent": ConsentStruct(**consent)}
     return EventStruct(**fields)
 
 
@@ -248,8 +248,11 @@ def _columns_of(
         return {name: [] for name in EVENT_LOG_COLUMNS}, failures
     ts, day, metadata, product_code, category_path, currency, value = map(list, zip(*derived, strict=True))
     consents = [event.consent for event in kept]
-    if any(consents):
-        consent = {f"consent_{part}": [c and getattr(c, part) for c in consents] for part in CONSENT_PARTS}
+    if any(c is not None for c in consents):
+        consent = {
+            f"consent_{part}": [None if c is None else getattr(c, part) for c in consents]
+            for part in CONSENT_PARTS
+        }
     else:
         nothing = [None] * len(kept)
         consent = {f"consent_{part}": nothing for part in CONSENT_PARTS}

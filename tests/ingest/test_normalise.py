@@ -675,6 +675,11 @@ def test_the_fast_path_takes_what_storefronts_send_and_leaves_the_rest():
     plain = event(timestamp="2024-05-01T11:59:59.123Z", value="19.99", consent={"analytics": True})
     assert parse_event_batch(orjson.dumps({"events": [plain], "sentAt": "2024-05-01T12:00:00Z"})) is not None
     assert parse_event_batch(orjson.dumps({"events": [event(value=7)]})) is not None
+    empty_consent = orjson.dumps({"events": [event(consent={}), event(consent={"analytics": False})]})
+    fast_rows, _ = valid_event_log_columns(parse_event_batch(empty_consent).events, ctx())
+    per_event_rows, _ = event_log_columns(orjson.loads(empty_consent)["events"], ctx())
+    assert fast_rows["consent_analytics"] == per_event_rows["consent_analytics"] == [None, False]
+    assert fast_rows["consent_marketing"] == per_event_rows["consent_marketing"] == [None, None]
     snake_case = {"name": "page_view", "visitor_id": "v-1", "sessionId": "s-1"}  # pydantic reads it by name
     assert parse_event_batch(orjson.dumps({"events": [snake_case]})) is None
     for odd in ({"value": 19.99}, {"timestamp": "2024-05-01T11:59:59.1234567Z"}, {"consent": {"analytics": "yes"}},
