@@ -14,40 +14,41 @@ class BinaryStderr:
         self.buffer = io.BytesIO()
 
     def lines(self) -> list[bytes]:
-        return self.buffer.getvalue().splitlines()
+        # Only this module's lines: the apps of earlier tests may still drain theirs to sys.stderr.
+        return [line for line in self.buffer.getvalue().splitlines() if b'"event":"t-' in line]
 
 
 def test_info_lines_wait_for_the_drain_and_keep_their_order(monkeypatch):
     stream = BinaryStderr()
     monkeypatch.setattr(sys, "stderr", stream)
     out = _Stderr(interval_seconds=3600)
-    out.write(b'{"level":"info","event":"a"}\n')
-    out.write(b'{"level":"info","event":"b"}\n')
+    out.write(b'{"level":"info","event":"t-a"}\n')
+    out.write(b'{"level":"info","event":"t-b"}\n')
     assert stream.lines() == []
     out.drain()
-    assert stream.lines() == [b'{"level":"info","event":"a"}', b'{"level":"info","event":"b"}']
+    assert stream.lines() == [b'{"level":"info","event":"t-a"}', b'{"level":"info","event":"t-b"}']
 
 
 def test_a_line_above_info_is_written_at_once_after_those_waiting(monkeypatch):
     stream = BinaryStderr()
     monkeypatch.setattr(sys, "stderr", stream)
     out = _Stderr(interval_seconds=3600)
-    out.write(b'{"level":"info","event":"a"}\n')
-    out.write(b'{"level":"error","event":"b"}\n')
-    assert stream.lines() == [b'{"level":"info","event":"a"}', b'{"level":"error","event":"b"}']
+    out.write(b'{"level":"info","event":"t-a"}\n')
+    out.write(b'{"level":"error","event":"t-b"}\n')
+    assert stream.lines() == [b'{"level":"info","event":"t-a"}', b'{"level":"error","event":"t-b"}']
 
 
 def test_waiting_lines_are_written_within_the_interval_and_when_the_buffer_fills(monkeypatch):
     stream = BinaryStderr()
     monkeypatch.setattr(sys, "stderr", stream)
     out = _Stderr(interval_seconds=0.05)
-    out.write(b'{"level":"info","event":"a"}\n')
+    out.write(b'{"level":"info","event":"t-a"}\n')
     deadline = time.monotonic() + 5
     while not stream.lines() and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert stream.lines() == [b'{"level":"info","event":"a"}']
+    assert stream.lines() == [b'{"level":"info","event":"t-a"}']
     small = _Stderr(interval_seconds=3600, limit_bytes=64)
-    small.write(b'{"level":"info","event":"' + b"x" * 64 + b'"}\n')
+    small.write(b'{"level":"info","event":"t-' + b"x" * 64 + b'"}\n')
     assert len(stream.lines()) == 2
 
 
@@ -55,5 +56,6 @@ def test_a_text_only_stderr_gets_text(monkeypatch):
     stream = io.StringIO()
     monkeypatch.setattr(sys, "stderr", stream)
     out = _Stderr(interval_seconds=3600)
-    out.write(b'{"level":"warning","event":"w"}\n')
-    assert stream.getvalue() == '{"level":"warning","event":"w"}\n'
+    out.write(b'{"level":"warning","event":"t-w"}\n')
+    ours = [line for line in stream.getvalue().splitlines(keepends=True) if '"event":"t-' in line]
+    assert ours == ['{"level":"warning","event":"t-w"}\n']
