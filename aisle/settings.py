@@ -46,6 +46,11 @@ class Settings(BaseSettings):
         default=24 * 3600, description="A repeated orderId answers 409."
     )
     flush_interval_seconds: float = Field(default=1.0, description="How often accepted rows reach the lake.")
+    events_flusher_process: bool = Field(
+        default=True,
+        description="Flush events from a process of their own (off the request thread's GIL); "
+        "false keeps every flusher a thread of the server.",
+    )
     compaction_interval_seconds: float = Field(
         default=600.0, description="How often small lake files are merged."
     )

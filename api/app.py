@@ -62,7 +62,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     store = create_store_engine(settings.resolved_database_url)
     migrate(store)
 
-    ingest = Ingest(data_dir=settings.data_dir, flush_interval_seconds=settings.flush_interval_seconds)
+    ingest = Ingest(
+        data_dir=settings.data_dir,
+        flush_interval_seconds=settings.flush_interval_seconds,
+        events_flusher_process=settings.events_flusher_process,
+    )
     engine = Engine(ingest.lake)
 
     @asynccontextmanager

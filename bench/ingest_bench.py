@@ -56,6 +56,20 @@ def wait_healthy(url: str) -> None:
     raise RuntimeError(f"{url} did not answer")
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (the server and its events flusher process)."""
+    tree, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        tree.append(current)
+        try:
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except FileNotFoundError:
+            continue
+        pending.extend(int(child) for child in children)
+    return tree
+
+
 class PeakMemory:
     """Samples the resident set of a process tree (the server) while the load runs."""
 
@@ -66,11 +80,15 @@ class PeakMemory:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _rss(self) -> int:
-        try:
-            text = Path(f"/proc/{self.pid}/status").read_text()
-        except FileNotFoundError:
-            return 0
-        return int(re.search(r"VmRSS:\s+(\d+)", text).group(1))
+        total = 0
+        for pid in process_tree(self.pid):
+            try:
+                text = Path(f"/proc/{pid}/status").read_text()
+            except FileNotFoundError:
+                continue
+            found = re.search(r"VmRSS:\s+(\d+)", text)
+            total += int(found.group(1)) if found else 0
+        return total
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -87,9 +105,15 @@ class PeakMemory:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (all its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time so far of a process tree (all threads of the server and its children)."""
+    total = 0
+    for member in process_tree(pid):
+        try:
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def run_wrk(wrk: str, base: str, path: str, *, seconds: int, connections: int, server_pid: int) -> dict:

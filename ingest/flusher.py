@@ -8,10 +8,12 @@ when it replays what the log held before this process started.
 
 from __future__ import annotations
 
+import fcntl
 import io
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,7 +22,7 @@ import pyarrow.parquet as pq
 import structlog
 
 from ingest.dedupe import RecentKeys, key_hash
-from ingest.log import DurableLog, Position
+from ingest.log import LogFiles, Position
 from warehouse.lake import Lake, LakeTable
 
 log = structlog.get_logger("aisle.flusher")
@@ -39,12 +41,40 @@ def _read_lines(data: bytes, schema: pa.Schema) -> pa.Table:
     )
 
 
+class FlushLock:
+    """Held while a table's log is written to the lake (compaction swaps partitions under it too): a
+    thread lock within the process, and an advisory lock on a file in the log's directory across
+    processes (the events flusher process and the server's own flushes)."""
+
+    def __init__(self, path: Path) -> None:
+        self._threads = threading.Lock()
+        self._handle = open(path, "a")  # noqa: SIM115 - held for the life of the lock
+
+    def __enter__(self) -> FlushLock:
+        self._threads.acquire()
+        try:
+            fcntl.flock(self._handle, fcntl.LOCK_EX)
+        except BaseException:
+            self._threads.release()
+            raise
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        try:
+            fcntl.flock(self._handle, fcntl.LOCK_UN)
+        finally:
+            self._threads.release()
+
+    def close(self) -> None:
+        self._handle.close()
+
+
 class Flusher:
     def __init__(
         self,
         *,
         table: LakeTable,
-        durable_log: DurableLog,
+        durable_log: LogFiles,
         lake: Lake,
         stored: RecentKeys,
         interval_seconds: float = 1.0,
@@ -71,7 +101,7 @@ class Flusher:
             ("c", pa.struct([(f.name, pa.list_(f.type)) for f in rows])),
             ("r", pa.list_(pa.struct(rows))),
         ])  # fmt: skip
-        self.lock = threading.Lock()  # held while writing to the lake; compaction swaps under it too
+        self.lock = FlushLock(durable_log.directory / "flush.lock")
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

@@ -39,11 +39,83 @@ def _segment_name(number: int) -> str:
     return f"{number:012d}{SEGMENT_SUFFIX}"
 
 
-class DurableLog:
+class LogFiles:
+    """A log directory's segments and checkpoint, read by whoever flushes it."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    @property
+    def durable_end(self) -> Position:
+        raise NotImplementedError
+
+    def segments(self) -> list[int]:
+        return sorted(int(p.stem) for p in self.directory.glob(f"*{SEGMENT_SUFFIX}"))
+
+    def read(
+        self, start: Position, *, max_bytes: int = 64 * 1024 * 1024, until: Position | None = None
+    ) -> tuple[bytes, Position]:
+        """Synced whole lines from ``start`` (up to ``until`` when given); returns them and the
+        position after them."""
+        end = self.durable_end if until is None else min(self.durable_end, until)
+        segment, offset = start.segment, start.offset
+        while segment < end.segment:
+            path = self.directory / _segment_name(segment)
+            if path.exists() and offset < path.stat().st_size:
+                break
+            segment, offset = segment + 1, 0
+        limit = (
+            end.offset if segment == end.segment else (self.directory / _segment_name(segment)).stat().st_size
+        )
+        if offset >= limit:
+            return b"", Position(segment, offset)
+        with open(self.directory / _segment_name(segment), "rb") as handle:
+            handle.seek(offset)
+            data = handle.read(min(limit - offset, max_bytes))
+        cut = data.rfind(b"\n") + 1
+        return data[:cut], Position(segment, offset + cut)
+
+    def checkpoint(self) -> Position:
+        path = self.directory / CHECKPOINT
+        if not path.exists():
+            return Position(1, 0)
+        mark = json.loads(path.read_text())
+        return Position(mark["segment"], mark["offset"])
+
+    def save_checkpoint(self, position: Position) -> None:
+        path = self.directory / CHECKPOINT
+        temp = path.with_suffix(".tmp")
+        with open(temp, "w") as handle:
+            handle.write(json.dumps({"segment": position.segment, "offset": position.offset}))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+        fsync_path(self.directory)
+        for number in self.segments():
+            if number < position.segment:
+                (self.directory / _segment_name(number)).unlink(missing_ok=True)
+
+
+class LogReader(LogFiles):
+    """The log as a process other than its writer's sees it (the events flusher process): whatever
+    the last segment holds, cut at its last newline. That may include lines written but not yet
+    synced: their request is still waiting, and were the machine to fail before the sync, the client,
+    never answered, re-sends them and finds them stored once (their ids are in the lake)."""
+
+    @property
+    def durable_end(self) -> Position:
+        numbers = self.segments()
+        if not numbers:
+            return self.checkpoint()
+        last = numbers[-1]
+        return Position(last, (self.directory / _segment_name(last)).stat().st_size)
+
+
+class DurableLog(LogFiles):
     def __init__(
         self, directory: Path, *, segment_bytes: int = 64 * 1024 * 1024, max_group: int = 4096
     ) -> None:
-        self.directory = directory
+        super().__init__(directory)
         self.segment_bytes = segment_bytes
         self.max_group = max_group
         directory.mkdir(parents=True, exist_ok=True)
@@ -54,9 +126,6 @@ class DurableLog:
         self._writer.start()
 
     # --- recovery -------------------------------------------------------------------------------
-
-    def segments(self) -> list[int]:
-        return sorted(int(p.stem) for p in self.directory.glob(f"*{SEGMENT_SUFFIX}"))
 
     def _recover(self) -> None:
         """Drop a torn tail: anything after the last complete, parseable line of the last segment."""
@@ -132,6 +201,10 @@ class DurableLog:
             os.fdatasync(self._fd)
         except OSError as exc:
             error = exc
+            # Take back what part of the group reached the file, so the next group starts a clean
+            # line (another process reads the file's end, not this one's count).
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._size)
         else:
             self._size += len(data)
             self._durable = Position(self._segment, self._size)
@@ -140,54 +213,11 @@ class DurableLog:
             os.close(self._fd)
             self._open_segment(self._segment + 1)
 
-    # --- reading and checkpoints -----------------------------------------------------------------
+    # --- reading --------------------------------------------------------------------------------
 
     @property
     def durable_end(self) -> Position:
         return self._durable
-
-    def read(
-        self, start: Position, *, max_bytes: int = 64 * 1024 * 1024, until: Position | None = None
-    ) -> tuple[bytes, Position]:
-        """Synced whole lines from ``start`` (up to ``until`` when given); returns them and the
-        position after them."""
-        end = self._durable if until is None else min(self._durable, until)
-        segment, offset = start.segment, start.offset
-        while segment < end.segment:
-            path = self.directory / _segment_name(segment)
-            if path.exists() and offset < path.stat().st_size:
-                break
-            segment, offset = segment + 1, 0
-        limit = (
-            end.offset if segment == end.segment else (self.directory / _segment_name(segment)).stat().st_size
-        )
-        if offset >= limit:
-            return b"", Position(segment, offset)
-        with open(self.directory / _segment_name(segment), "rb") as handle:
-            handle.seek(offset)
-            data = handle.read(min(limit - offset, max_bytes))
-        cut = data.rfind(b"\n") + 1
-        return data[:cut], Position(segment, offset + cut)
-
-    def checkpoint(self) -> Position:
-        path = self.directory / CHECKPOINT
-        if not path.exists():
-            return Position(1, 0)
-        mark = json.loads(path.read_text())
-        return Position(mark["segment"], mark["offset"])
-
-    def save_checkpoint(self, position: Position) -> None:
-        path = self.directory / CHECKPOINT
-        temp = path.with_suffix(".tmp")
-        with open(temp, "w") as handle:
-            handle.write(json.dumps({"segment": position.segment, "offset": position.offset}))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-        fsync_path(self.directory)
-        for number in self.segments():
-            if number < position.segment:
-                (self.directory / _segment_name(number)).unlink(missing_ok=True)
 
     def close(self) -> None:
         if self._closed:

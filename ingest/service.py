@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import compress
@@ -11,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from ingest import flusher_process
 from ingest.consent import consent_row
 from ingest.dedupe import RecentKeys, key_hash
 from ingest.flusher import Flusher
@@ -91,8 +93,16 @@ def _lock_data_dir(data_dir: Path):
 
 
 class Ingest:
-    def __init__(self, *, data_dir: Path, flush_interval_seconds: float = 1.0) -> None:
+    def __init__(
+        self, *, data_dir: Path, flush_interval_seconds: float = 1.0, events_flusher_process: bool = False
+    ) -> None:
+        """``events_flusher_process``: flush events from a process of its own (``ingest.flusher_process``)
+        instead of a thread of this one; the server does, tests that drive an Ingest directly do not."""
         self._lock_handle = _lock_data_dir(data_dir)
+        self.data_dir = data_dir
+        self.flush_interval_seconds = flush_interval_seconds
+        self.events_flusher_process = events_flusher_process
+        self._events_process: subprocess.Popen | None = None
         self.lake = Lake(data_dir / "lake")
         self.logs = {name: DurableLog(data_dir / "log" / name) for name in TABLES}
         self.flushers = {
@@ -113,13 +123,21 @@ class Ingest:
         for flusher in self.flushers.values():
             flusher.remember_stored()
             flusher.flush()
-            flusher.start()
+            if not (self.events_flusher_process and flusher.table is EVENTS):
+                flusher.start()
+        if self.events_flusher_process:
+            self._events_process = flusher_process.spawn(self.data_dir, self.flush_interval_seconds)
         self._started = True
 
     def stop(self) -> None:
+        if self._events_process is not None:
+            self._events_process.terminate()  # it finishes the flush under way
+            self._events_process.wait(timeout=120)
+            self._events_process = None
         for flusher in self.flushers.values():
             if self._started:
                 flusher.stop()
+            flusher.lock.close()
         for durable_log in self.logs.values():
             durable_log.close()
         self._started = False

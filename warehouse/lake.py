@@ -158,14 +158,34 @@ CONSENTS = LakeTable("consents", CONSENTS_SCHEMA, key="consent_id")
 TABLES = {t.name: t for t in (EVENTS, ORDERS, METRICS, CONSENTS)}
 
 
+GENERATION_MARK = "_generation"
+
+
 class Lake:
     """Partitions are symlinks (``date=D`` -> ``_versions/<table>/<uuid>``) so that compaction can
     swap a partition's whole file set in one atomic rename; readers see the old set or the new one."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        # Bumped on every change of the visible file set, so the engine knows when to re-list.
-        self.generation = 0
+        self._changes = 0
+
+    @property
+    def generation(self) -> tuple[int, str]:
+        """Changes when the visible file set changes, in this process or another (the events flusher
+        process), so the engine knows when to re-list: this process's count of changes, and the mark
+        that every process writing to the lake replaces after each change."""
+        try:
+            mark = (self.root / GENERATION_MARK).read_text()
+        except FileNotFoundError:
+            mark = ""
+        return self._changes, mark
+
+    def _changed(self) -> None:
+        self._changes += 1
+        self.root.mkdir(parents=True, exist_ok=True)
+        temp = self.root / f".{GENERATION_MARK}-{uuid.uuid4().hex}"
+        temp.write_text(uuid.uuid4().hex)
+        os.replace(temp, self.root / GENERATION_MARK)
 
     def table_dir(self, table: LakeTable) -> Path:
         return self.root / table.name
@@ -208,7 +228,7 @@ class Lake:
         temp.symlink_to(os.path.relpath(version, partition.parent))
         os.replace(temp, partition)
         fsync_path(partition.parent)
-        self.generation += 1
+        self._changed()
 
     def ensure_partition(self, table: LakeTable, *, site_id: str, date: str) -> Path:
         partition = self.partition_dir(table, site_id=site_id, date=date)
@@ -230,7 +250,7 @@ class Lake:
         fsync_path(temp)
         os.replace(temp, final)
         fsync_path(directory.resolve())
-        self.generation += 1
+        self._changed()
         return final
 
     def write_partitioned(self, table: LakeTable, wire: pa.Table, *, name: str) -> list[Path]:

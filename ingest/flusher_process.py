@@ -1,0 +1,72 @@
+"""The events flusher in a process of its own: the server's log of events to the lake, every second.
+
+In the server's process the flusher took the GIL from the request thread often enough to cost a
+quarter of the events route's throughput (bench/RESULTS.md, 2026-11-23, fourth session); here it runs
+on the other core. The server still flushes events itself when asked (the flush hook, shutdown) and
+on start, under the same cross-process lock, so either may run a flush and neither runs one twice.
+
+    python -m ingest.flusher_process DATA_DIR [INTERVAL_SECONDS]
+
+It exits on SIGTERM after the flush under way, and within a second of its parent's death (a
+``kill -9`` of the server): the next server replays whatever the log holds beyond the checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import structlog
+
+from ingest.dedupe import RecentKeys
+from ingest.flusher import Flusher
+from ingest.log import LogReader
+from warehouse.lake import EVENTS, Lake
+
+log = structlog.get_logger("aisle.flusher")
+
+
+def spawn(data_dir: Path, interval_seconds: float) -> subprocess.Popen:
+    # A fresh interpreter, not a fork: a child must not inherit the server's locks and descriptors
+    # (the data directory's lock would outlive a killed server).
+    return subprocess.Popen(
+        [sys.executable, "-m", "ingest.flusher_process", str(data_dir), str(interval_seconds)],
+        close_fds=True,
+    )
+
+
+def events_flusher(data_dir: Path, interval_seconds: float) -> Flusher:
+    """Checks every key against the lake's (its own writes and what it found on start): unlike the
+    server, this process never saw the keys being claimed, and a flush it repeats after a failed
+    checkpoint must not store a row twice."""
+    return Flusher(
+        table=EVENTS,
+        durable_log=LogReader(data_dir / "log" / EVENTS.name),
+        lake=Lake(data_dir / "lake"),
+        stored=RecentKeys(),
+        interval_seconds=interval_seconds,
+        claimed_at_accept=False,
+    )
+
+
+def run(data_dir: Path, interval_seconds: float) -> None:
+    parent = os.getppid()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the server, which stops this process
+    flusher = events_flusher(data_dir, interval_seconds)
+    flusher.remember_stored()
+    while not stop.is_set() and os.getppid() == parent:
+        try:
+            flusher.flush()
+        except Exception:  # keep flushing later; the log still holds every row
+            log.exception("flush_failed", table=EVENTS.name)
+        stop.wait(interval_seconds)
+
+
+if __name__ == "__main__":
+    run(Path(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 1.0)
