@@ -80,6 +80,7 @@ class Flusher:
         interval_seconds: float = 1.0,
         max_bytes: int = 64 * 1024 * 1024,
         claimed_at_accept: bool = False,
+        claimed_since: Position | None = None,
     ) -> None:
         self.table = table
         self.log = durable_log
@@ -89,8 +90,10 @@ class Flusher:
         self.max_bytes = max_bytes
         self.claimed_at_accept = claimed_at_accept
         # What the log held when this process opened it: written by an earlier process, so its keys
-        # were never claimed here and must be checked against the lake.
-        self._replay_end = durable_log.durable_end
+        # were never claimed here and must be checked against the lake. (The events flusher process
+        # is told where its server's claimed lines start instead.)
+        self._replay_end = durable_log.durable_end if claimed_since is None else claimed_since
+        self._stored_loaded = False
         self._wire_schema = table.wire_schema()
         rows = [f for f in self._wire_schema if f.name not in SHARED_EVENT_COLUMNS]
         shared = [
@@ -108,7 +111,9 @@ class Flusher:
         self.rows_written = 0
 
     def remember_stored(self) -> None:
-        """Load the keys of rows written to the lake within the dedupe window (on start)."""
+        """Load the keys of rows written to the lake within the dedupe window (on start, or before
+        the first check of keys)."""
+        self._stored_loaded = True
         horizon = time.time() - self.stored.window_seconds
         for path in self.lake.files(self.table):
             if path.stat().st_mtime < horizon:
@@ -187,6 +192,8 @@ class Flusher:
     def _store(self, wire: pa.Table, *, check_keys: bool) -> int:
         hashes: list[int] = []
         if check_keys:
+            if not self._stored_loaded:
+                self.remember_stored()
             hashes = [
                 key_hash(s, k)
                 for s, k in zip(wire["site_id"].to_pylist(), wire[self.table.key].to_pylist(), strict=True)

@@ -40,16 +40,19 @@ def spawn(data_dir: Path, interval_seconds: float) -> subprocess.Popen:
 
 
 def events_flusher(data_dir: Path, interval_seconds: float) -> Flusher:
-    """Checks every key against the lake's (its own writes and what it found on start): unlike the
-    server, this process never saw the keys being claimed, and a flush it repeats after a failed
-    checkpoint must not store a row twice."""
+    """The server flushed what its log held before it started this process, so every line beyond
+    the checkpoint is one whose keys the server claimed when it accepted them. Keys are checked
+    only when a flush is repeated after a failed checkpoint (the flusher then loads the lake's keys
+    first), so this process keeps no second copy of the server's recent keys."""
+    reader = LogReader(data_dir / "log" / EVENTS.name)
     return Flusher(
         table=EVENTS,
-        durable_log=LogReader(data_dir / "log" / EVENTS.name),
+        durable_log=reader,
         lake=Lake(data_dir / "lake"),
         stored=RecentKeys(),
         interval_seconds=interval_seconds,
-        claimed_at_accept=False,
+        claimed_at_accept=True,
+        claimed_since=reader.checkpoint(),
     )
 
 
@@ -59,7 +62,6 @@ def run(data_dir: Path, interval_seconds: float) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the server, which stops this process
     flusher = events_flusher(data_dir, interval_seconds)
-    flusher.remember_stored()
     while not stop.is_set() and os.getppid() == parent:
         try:
             flusher.flush()

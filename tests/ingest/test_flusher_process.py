@@ -15,6 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from ingest import flusher_process
 from ingest.flusher import FlushLock
 from ingest.log import DurableLog, LogReader, Position
 from ingest.normalise import Context
@@ -163,3 +164,31 @@ def test_the_engine_sees_files_another_process_wrote(tmp_path):
         assert engine.cursor().execute("SELECT event_id FROM events").fetchall() == [("e-1",)]
     finally:
         engine.close()
+
+
+def test_a_flush_repeated_after_a_failed_checkpoint_stores_nothing_twice(tmp_path, monkeypatch):
+    """The process keeps no keys of its own: on the repeat it loads the lake's before writing."""
+    server = Ingest(data_dir=tmp_path, events_flusher_process=False)
+    try:
+        server.accept_events_sync([event(f"e-{n}") for n in range(5)], ctx())
+        flusher = flusher_process.events_flusher(tmp_path, 1.0)
+        real_save = LogReader.save_checkpoint
+        calls: list[Position] = []
+
+        def fail_once(self, position):
+            calls.append(position)
+            if len(calls) == 1:
+                raise OSError("disk full")
+            return real_save(self, position)
+
+        monkeypatch.setattr(LogReader, "save_checkpoint", fail_once)
+        with pytest.raises(OSError, match="disk full"):
+            flusher.flush()
+        assert stored_ids(tmp_path) == [f"e-{n}" for n in range(5)]
+        assert len(flusher.stored) == 0
+        assert flusher.flush() == 0  # read again, every key found in the lake
+        assert stored_ids(tmp_path) == [f"e-{n}" for n in range(5)]
+        server.accept_events_sync([event("e-5")], ctx())
+        assert flusher.flush() == 1
+    finally:
+        server.stop()
