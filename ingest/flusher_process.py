@@ -5,7 +5,7 @@ quarter of the events route's throughput (bench/RESULTS.md, 2026-11-23, fourth s
 on the other core. The server still flushes events itself when asked (the flush hook, shutdown) and
 on start, under the same cross-process lock, so either may run a flush and neither runs one twice.
 
-    python -m ingest.flusher_process DATA_DIR [INTERVAL_SECONDS]
+    python -m ingest.flusher_process DATA_DIR INTERVAL_SECONDS SERVER_PID
 
 It exits on SIGTERM after the flush under way, and within a second of its parent's death (a
 ``kill -9`` of the server): the next server replays whatever the log holds beyond the checkpoint.
@@ -34,7 +34,14 @@ def spawn(data_dir: Path, interval_seconds: float) -> subprocess.Popen:
     # A fresh interpreter, not a fork: a child must not inherit the server's locks and descriptors
     # (the data directory's lock would outlive a killed server).
     return subprocess.Popen(
-        [sys.executable, "-m", "ingest.flusher_process", str(data_dir), str(interval_seconds)],
+        [
+            sys.executable,
+            "-m",
+            "ingest.flusher_process",
+            str(data_dir),
+            str(interval_seconds),
+            str(os.getpid()),
+        ],
         close_fds=True,
     )
 
@@ -56,8 +63,9 @@ def events_flusher(data_dir: Path, interval_seconds: float) -> Flusher:
     )
 
 
-def run(data_dir: Path, interval_seconds: float) -> None:
-    parent = os.getppid()
+def run(data_dir: Path, interval_seconds: float, parent: int) -> None:
+    """``parent``: the server's pid, from the server (read here, a server killed while this process
+    was still starting would already have handed it to init)."""
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the server, which stops this process
@@ -71,4 +79,4 @@ def run(data_dir: Path, interval_seconds: float) -> None:
 
 
 if __name__ == "__main__":
-    run(Path(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 1.0)
+    run(Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]))

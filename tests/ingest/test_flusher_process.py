@@ -88,15 +88,21 @@ def test_stop_ends_the_process_and_flushes_the_rest(tmp_path):
     assert stored_ids(tmp_path) == ["e-1"]
 
 
-def test_the_process_exits_when_its_server_is_killed(tmp_path):
-    # A stand-in server: spawns the flusher process, prints its pid, then waits to be killed.
+@pytest.mark.parametrize("server_dies", ["at once", "after a while"])
+def test_the_process_exits_when_its_server_is_killed(tmp_path, server_dies):
+    # A stand-in server spawns the flusher process and prints its pid; then it dies at once (before
+    # the child has even started: the child must not mistake init for its server) or is killed later.
+    end = "os._exit(0)" if server_dies == "at once" else "time.sleep(600)"
+    DurableLog(tmp_path / "log" / EVENTS.name).close()  # the log a server would have opened
     parent = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from ingest import flusher_process;"
-         f" child = flusher_process.spawn(Path({str(tmp_path)!r}), 0.1); print(child.pid, flush=True); time.sleep(600)"],
+        [sys.executable, "-c", "import os, sys, time; from pathlib import Path; from ingest import flusher_process;"
+         f" child = flusher_process.spawn(Path({str(tmp_path)!r}), 0.1); print(child.pid, flush=True); {end}"],
         cwd=ROOT, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     child_pid = int(parent.stdout.readline())
-    os.kill(parent.pid, signal.SIGKILL)
+    if server_dies == "after a while":
+        time.sleep(1.5)
+        os.kill(parent.pid, signal.SIGKILL)
     parent.wait()
 
     def gone() -> bool:
@@ -107,7 +113,7 @@ def test_the_process_exits_when_its_server_is_killed(tmp_path):
         # A zombie until someone reaps it; it has exited all the same.
         return Path(f"/proc/{child_pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
 
-    assert wait_for(gone, seconds=10)
+    assert wait_for(gone, seconds=15)
 
 
 def test_the_log_reader_sees_whole_lines_up_to_the_end_of_the_last_segment(tmp_path):
