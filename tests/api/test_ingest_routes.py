@@ -631,7 +631,7 @@ def test_an_unexpected_failure_on_the_hot_path_is_a_500_in_the_envelope_and_stor
     assert query(app, "SELECT count(*) FROM events") == [(0,)]
 
 
-def test_batches_on_the_bare_route_are_counted_and_logged_under_the_route_template(client, server, shop):
+def test_batches_on_the_hot_path_are_counted_and_logged_under_the_route_template(client, server, shop):
     assert post_events(client, shop, [ev("m-1")]).status_code == 200
     text = httpx.get(f"{server.url}/metrics").text
     route = "/api/v1/public/sites/{siteKey}/events/batch"
