@@ -96,7 +96,7 @@ def test_the_process_exits_when_its_server_is_killed(tmp_path, server_dies):
     DurableLog(tmp_path / "log" / EVENTS.name).close()  # the log a server would have opened
     parent = subprocess.Popen(
         [sys.executable, "-c", "import os, sys, time; from pathlib import Path; from ingest import flusher_process;"
-         f" child = flusher_process.spawn(Path({str(tmp_path)!r}), 0.1); print(child.pid, flush=True); {end}"],
+         f" child = flusher_process.spawn(Path({str(tmp_path)!r}), 3600); print(child.pid, flush=True); {end}"],
         cwd=ROOT, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     child_pid = int(parent.stdout.readline())
