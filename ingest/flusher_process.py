@@ -30,12 +30,6 @@ from warehouse.lake import EVENTS, Lake
 
 log = structlog.get_logger("aisle.flusher")
 
-# Below the server's priority: on two cores the request thread otherwise waited for a core behind
-# this process's flushes, a tenth of its time under load. Flushing is not on the answer's path (the
-# log is durable first), and a process niced by 10 still gets a tenth of a busy core, so it falls
-# behind only while the machine is saturated and catches up after.
-NICENESS = 10
-
 
 def spawn(data_dir: Path, interval_seconds: float) -> subprocess.Popen:
     # A fresh interpreter, not a fork: a child must not inherit the server's locks and descriptors
@@ -73,7 +67,6 @@ def events_flusher(data_dir: Path, interval_seconds: float) -> Flusher:
 def run(data_dir: Path, interval_seconds: float, parent: int) -> None:
     """``parent``: the server's pid, from the server (read here, a server killed while this process
     was still starting would already have handed it to init)."""
-    os.nice(NICENESS)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the server, which stops this process

@@ -69,13 +69,6 @@ def test_the_process_flushes_accepted_events_and_the_server_thread_does_not(inge
     assert wait_for(lambda: stored_ids(tmp_path) == ["e-1", "e-2"])
 
 
-def test_the_process_yields_the_cpu_to_the_server(ingest):
-    own = os.getpriority(os.PRIO_PROCESS, 0)
-    child = ingest._events_process.pid
-    # The child lowers its own priority once it has started.
-    assert wait_for(lambda: os.getpriority(os.PRIO_PROCESS, child) == own + flusher_process.NICENESS)
-
-
 def test_server_flushes_and_process_flushes_store_each_event_once(ingest, tmp_path):
     for n in range(20):
         ingest.accept_events_sync([event(f"e-{n}")], ctx())
