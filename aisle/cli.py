@@ -73,7 +73,6 @@ def serve(
         port=port,
         log_level="warning",
         access_log=False,
-        http="api.http_protocol:GatheringHttpToolsProtocol",  # a head and its body in one write
     )
 
 

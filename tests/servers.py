@@ -15,8 +15,6 @@ from pathlib import Path
 
 import uvicorn
 
-from api.http_protocol import GatheringHttpToolsProtocol
-
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -35,15 +33,11 @@ def wait_for_port(port: int, timeout: float = 20.0) -> None:
 
 
 class LiveServer:
-    """Runs an ASGI app with uvicorn in a thread, on a free loopback port, with the protocol
-    ``aisle serve`` uses."""
+    """Runs an ASGI app with uvicorn in a thread, on a free loopback port."""
 
     def __init__(self, app) -> None:
         self.port = free_port()
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on",
-            http=GatheringHttpToolsProtocol,
-        )  # fmt: skip
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
