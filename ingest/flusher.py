@@ -161,14 +161,20 @@ class Flusher:
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
     def _flatten_batches(self, lines: pa.Table) -> pa.Table:
-        lines = lines.filter(pc.is_valid(lines["h"]))
+        # A filter copies every nested list, so lines are filtered only when they are mixed: in a
+        # log written by one version every batch line has the same layout.
+        if lines["h"].null_count:
+            lines = lines.filter(pc.is_valid(lines["h"]))
+        missing = lines["c"].null_count
+        if not missing:
+            return self._flatten(lines, "c")
+        if missing == lines.num_rows:
+            return self._flatten(lines, "r")
         columnar = pc.is_valid(lines["c"])
-        parts = []
-        if pc.any(columnar).as_py():
-            parts.append(self._flatten(lines.filter(columnar), "c"))
-        if not pc.all(columnar).as_py():
-            parts.append(self._flatten(lines.filter(pc.invert(columnar)), "r"))
-        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+        return pa.concat_tables([
+            self._flatten(lines.filter(columnar), "c"),
+            self._flatten(lines.filter(pc.invert(columnar)), "r"),
+        ])  # fmt: skip
 
     def _flatten(self, lines: pa.Table, layout: str) -> pa.Table:
         """Batch lines to rows: ``c`` lines hold a list per column, older ``r`` lines a list of rows."""

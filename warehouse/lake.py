@@ -255,14 +255,21 @@ class Lake:
 
     def write_partitioned(self, table: LakeTable, wire: pa.Table, *, name: str) -> list[Path]:
         """Split rows read from the durable log by (site, date) and write one file per partition."""
-        written = []
-        keys = pc.unique(pc.binary_join_element_wise(wire["site_id"], wire["date"], "/")).to_pylist()
-        for key in keys:
-            site_id, date = key.split("/")
-            mask = pc.and_(pc.equal(wire["site_id"], site_id), pc.equal(wire["date"], date))
-            part = table.from_wire(wire.filter(mask))
-            written.append(self.write_file(table, part, site_id=site_id, date=date, name=name))
-        return written
+        sites, dates = pc.unique(wire["site_id"]), pc.unique(wire["date"])
+        if len(sites) == 1 and len(dates) == 1:
+            # The usual flush: one site's events of today, written without a filtered copy.
+            parts = [(sites[0].as_py(), dates[0].as_py(), wire)]
+        else:
+            keys = pc.unique(pc.binary_join_element_wise(wire["site_id"], wire["date"], "/")).to_pylist()
+            parts = []
+            for key in keys:
+                site_id, date = key.split("/")
+                mask = pc.and_(pc.equal(wire["site_id"], site_id), pc.equal(wire["date"], date))
+                parts.append((site_id, date, wire.filter(mask)))
+        return [
+            self.write_file(table, table.from_wire(part), site_id=site_id, date=date, name=name)
+            for site_id, date, part in parts
+        ]
 
 
 def fsync_path(path: Path) -> None:

@@ -313,6 +313,26 @@ def test_row_object_batch_lines_of_an_older_log_still_reach_the_lake(data_dir, s
     ]
 
 
+def test_a_log_of_row_object_batch_lines_only_reaches_the_lake(data_dir, services):
+    service = open_ingest(services, data_dir, start=False)
+    common = {
+        "received_at": 1,
+        "channel": "web",
+        "client_platform": None,
+        "client_version": None,
+        "site_id": SITE_B,
+    }
+    rows = [{k: v for k, v in event_row(event(f"old-{i}"), ctx()).items() if k not in common} for i in (1, 2)]
+    service.logs["events"].append_sync(
+        b'{"h":' + orjson.dumps(common) + b',"r":' + orjson.dumps(rows) + b"}\n"
+    )
+    assert service.flush() == 2
+    assert lake_sql(service, EVENTS, "SELECT event_id, site_id FROM {t} ORDER BY 1") == [
+        ("old-1", SITE_B),
+        ("old-2", SITE_B),
+    ]
+
+
 def test_a_failed_append_releases_the_claimed_ids(data_dir, services):
     service = open_ingest(services, data_dir)
     service.logs["events"].close()
