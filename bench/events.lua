@@ -10,6 +10,9 @@ end
 
 function init(args)
   path = args[1]
+  -- Seeded per run: Lua's generator starts the same every time, and a second run against the same
+  -- server would send nothing but duplicates.
+  math.randomseed(os.time() * 1000 + math.floor(os.clock() * 1e6) % 1000 + tid)
   prefix = tostring(tid) .. "-" .. tostring(math.random(1, 1e9))
   wrk.method = "POST"
   wrk.headers["Content-Type"] = "application/json"
