@@ -1,7 +1,7 @@
 """Ingest benchmark: the real server over loopback, durability on, against a bare parse-and-validate
 endpoint measured in the same run.
 
-    .venv/bin/python bench/ingest_bench.py [--seconds 20] [--connections 16]
+    .venv/bin/python bench/ingest_bench.py [--seconds 20] [--connections 16] [--repeat 1]
 
 Needs `wrk` (Debian package `wrk`; installed with apt-get when missing). Prints one JSON document;
 copy the figures into bench/RESULTS.md.
@@ -16,6 +16,7 @@ import platform
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -191,24 +192,52 @@ def bench_aisle(wrk: str, *, seconds: int, connections: int) -> dict:
     return result
 
 
+def measured_pairs(wrk: str, *, seconds: int, connections: int, repeat: int) -> list[dict]:
+    """``repeat`` pairs of runs, the bare endpoint first in odd pairs and Aisle first in even ones: this
+    VM's speed drifts by a third over minutes, and a ratio from one pair can be a drift between its two
+    runs rather than a difference between the servers."""
+    pairs = []
+    for n in range(repeat):
+        run = {
+            "bare": lambda: bench_bare(wrk, seconds=seconds, connections=connections),
+            "aisle": lambda: bench_aisle(wrk, seconds=seconds, connections=connections),
+        }
+        order = ("bare", "aisle") if n % 2 == 0 else ("aisle", "bare")
+        pair = {name: run[name]() for name in order}
+        pair["ratio"] = round(pair["aisle"]["eventsPerSecond"] / pair["bare"]["eventsPerSecond"], 3)
+        pairs.append(pair)
+    return pairs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="Pairs of runs; with more than one, medians too."
+    )
     args = parser.parse_args()
     wrk = ensure_wrk()
-    bare = bench_bare(wrk, seconds=args.seconds, connections=args.connections)
-    aisle = bench_aisle(wrk, seconds=args.seconds, connections=args.connections)
-    print(json.dumps({
+    pairs = measured_pairs(
+        wrk, seconds=args.seconds, connections=args.connections, repeat=max(1, args.repeat)
+    )
+    report = {
         "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
         "command": " ".join(["bench/ingest_bench.py", *sys.argv[1:]]),
         "batchSize": EVENTS_PER_BATCH,
-        "bare": bare,
-        "aisle": aisle,
-        "ratio": round(aisle["eventsPerSecond"] / bare["eventsPerSecond"], 3),
-    }, indent=2))  # fmt: skip
+        **pairs[0],
+    }  # fmt: skip
+    if len(pairs) > 1:
+        report["pairs"] = pairs
+        report["median"] = {
+            "bareEventsPerSecond": statistics.median(p["bare"]["eventsPerSecond"] for p in pairs),
+            "aisleEventsPerSecond": statistics.median(p["aisle"]["eventsPerSecond"] for p in pairs),
+            "aisleP99Ms": statistics.median(p["aisle"]["p99Ms"] for p in pairs),
+            "ratio": statistics.median(p["ratio"] for p in pairs),
+        }
+    print(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":
