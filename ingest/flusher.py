@@ -151,11 +151,17 @@ class Flusher:
 
     def decode(self, data: bytes) -> pa.Table:
         """Log lines to wire-typed rows: batch lines (shared columns once) and single-row lines."""
-        batch_lines = data.count(b"\n" + BATCH_LINE_START) + data.startswith(BATCH_LINE_START)
+        # An events log starts with a batch line, so the search stops at once; read as batch lines,
+        # single-row lines are the ones without a header (counting lines instead scanned the whole
+        # read twice, a twentieth of the events flusher's CPU).
+        has_batches = data.startswith(BATCH_LINE_START) or b"\n" + BATCH_LINE_START in data
         parts = []
-        if batch_lines:
-            parts.append(self._flatten_batches(_read_lines(data, self._batch_schema)))
-        if batch_lines < data.count(b"\n"):
+        singles = True
+        if has_batches:
+            lines = _read_lines(data, self._batch_schema)
+            singles = lines["h"].null_count > 0
+            parts.append(self._flatten_batches(lines))
+        if singles:
             single = _read_lines(data, self._wire_schema)
             parts.append(single.filter(pc.is_valid(single[self.table.key])))
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
