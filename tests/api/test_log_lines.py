@@ -18,9 +18,16 @@ class BinaryStderr:
         return [line for line in self.buffer.getvalue().splitlines() if b'"event":"t-' in line]
 
 
-def test_info_lines_wait_for_the_drain_and_keep_their_order(monkeypatch):
+def binary_stderr(monkeypatch) -> BinaryStderr:
+    """sys.stderr replaced by one with a binary layer, as a real stderr has. (Called in the test
+    body: pytest's capture sets sys.stderr again between a fixture's setup and the test.)"""
     stream = BinaryStderr()
     monkeypatch.setattr(sys, "stderr", stream)
+    return stream
+
+
+def test_info_lines_wait_for_the_drain_and_keep_their_order(monkeypatch):
+    stream = binary_stderr(monkeypatch)
     out = _Stderr(interval_seconds=3600)
     out.write(b'{"level":"info","event":"t-a"}\n')
     out.write(b'{"level":"info","event":"t-b"}\n')
@@ -30,8 +37,7 @@ def test_info_lines_wait_for_the_drain_and_keep_their_order(monkeypatch):
 
 
 def test_a_line_above_info_is_written_at_once_after_those_waiting(monkeypatch):
-    stream = BinaryStderr()
-    monkeypatch.setattr(sys, "stderr", stream)
+    stream = binary_stderr(monkeypatch)
     out = _Stderr(interval_seconds=3600)
     out.write(b'{"level":"info","event":"t-a"}\n')
     out.write(b'{"level":"error","event":"t-b"}\n')
@@ -39,8 +45,7 @@ def test_a_line_above_info_is_written_at_once_after_those_waiting(monkeypatch):
 
 
 def test_waiting_lines_are_written_within_the_interval_and_when_the_buffer_fills(monkeypatch):
-    stream = BinaryStderr()
-    monkeypatch.setattr(sys, "stderr", stream)
+    stream = binary_stderr(monkeypatch)
     out = _Stderr(interval_seconds=0.05)
     out.write(b'{"level":"info","event":"t-a"}\n')
     deadline = time.monotonic() + 5

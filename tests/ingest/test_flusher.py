@@ -289,8 +289,9 @@ def test_single_row_lines_of_an_older_log_still_reach_the_lake(data_dir, service
     ]
 
 
-def test_row_object_batch_lines_of_an_older_log_still_reach_the_lake(data_dir, services):
-    service = open_ingest(services, data_dir, start=False)
+def row_object_batch_line(prefix: str) -> bytes:
+    """A batch line as earlier versions logged it: the shared columns once, then a list of row
+    objects (``r``), for events ``<prefix>1`` and ``<prefix>2`` of site B."""
     common = {
         "received_at": 1,
         "channel": "web",
@@ -298,11 +299,17 @@ def test_row_object_batch_lines_of_an_older_log_still_reach_the_lake(data_dir, s
         "client_version": None,
         "site_id": SITE_B,
     }
-    rows = [{k: v for k, v in event_row(event(f"old-{i}"), ctx()).items() if k not in common} for i in (1, 2)]
-    older = b'{"h":' + orjson.dumps(common) + b',"r":' + orjson.dumps(rows) + b"}\n"
-    service.logs["events"].append_sync(older)
+    rows = [
+        {k: v for k, v in event_row(event(f"{prefix}{i}"), ctx()).items() if k not in common} for i in (1, 2)
+    ]
+    return b'{"h":' + orjson.dumps(common) + b',"r":' + orjson.dumps(rows) + b"}\n"
+
+
+def test_row_object_batch_lines_of_an_older_log_still_reach_the_lake(data_dir, services):
+    service = open_ingest(services, data_dir, start=False)
+    service.logs["events"].append_sync(row_object_batch_line("old-"))
     service.accept_events_sync([event("new-1")], ctx())
-    service.logs["events"].append_sync(older.replace(b"old-", b"older-"))
+    service.logs["events"].append_sync(row_object_batch_line("older-"))
     assert service.flush() == 5
     assert lake_sql(service, EVENTS, "SELECT event_id, site_id, channel FROM {t} ORDER BY 1") == [
         ("new-1", SITE_A, "server"),
@@ -315,17 +322,7 @@ def test_row_object_batch_lines_of_an_older_log_still_reach_the_lake(data_dir, s
 
 def test_a_log_of_row_object_batch_lines_only_reaches_the_lake(data_dir, services):
     service = open_ingest(services, data_dir, start=False)
-    common = {
-        "received_at": 1,
-        "channel": "web",
-        "client_platform": None,
-        "client_version": None,
-        "site_id": SITE_B,
-    }
-    rows = [{k: v for k, v in event_row(event(f"old-{i}"), ctx()).items() if k not in common} for i in (1, 2)]
-    service.logs["events"].append_sync(
-        b'{"h":' + orjson.dumps(common) + b',"r":' + orjson.dumps(rows) + b"}\n"
-    )
+    service.logs["events"].append_sync(row_object_batch_line("old-"))
     assert service.flush() == 2
     assert lake_sql(service, EVENTS, "SELECT event_id, site_id FROM {t} ORDER BY 1") == [
         ("old-1", SITE_B),
