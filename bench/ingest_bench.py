@@ -71,6 +71,17 @@ def process_tree(pid: int) -> list[int]:
     return tree
 
 
+def tree_files(pid: int, name: str) -> list[str]:
+    """``/proc/<member>/<name>`` of each process of ``pid``'s tree still running."""
+    texts = []
+    for member in process_tree(pid):
+        try:
+            texts.append(Path(f"/proc/{member}/{name}").read_text())
+        except FileNotFoundError:
+            continue  # exited since the tree was listed
+    return texts
+
+
 class PeakMemory:
     """Samples the resident set of a process tree (the server) while the load runs."""
 
@@ -81,15 +92,8 @@ class PeakMemory:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _rss(self) -> int:
-        total = 0
-        for pid in process_tree(self.pid):
-            try:
-                text = Path(f"/proc/{pid}/status").read_text()
-            except FileNotFoundError:
-                continue
-            found = re.search(r"VmRSS:\s+(\d+)", text)
-            total += int(found.group(1)) if found else 0
-        return total
+        found = (re.search(r"VmRSS:\s+(\d+)", text) for text in tree_files(self.pid, "status"))
+        return sum(int(match.group(1)) for match in found if match)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -108,11 +112,8 @@ class PeakMemory:
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time so far of a process tree (all threads of the server and its children)."""
     total = 0
-    for member in process_tree(pid):
-        try:
-            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
-        except FileNotFoundError:
-            continue
+    for text in tree_files(pid, "stat"):
+        fields = text.rsplit(")", 1)[1].split()
         total += int(fields[11]) + int(fields[12])
     return total / os.sysconf("SC_CLK_TCK")
 
@@ -196,12 +197,12 @@ def measured_pairs(wrk: str, *, seconds: int, connections: int, repeat: int) -> 
     """``repeat`` pairs of runs, the bare endpoint first in odd pairs and Aisle first in even ones: this
     VM's speed drifts by a third over minutes, and a ratio from one pair can be a drift between its two
     runs rather than a difference between the servers."""
+    run = {
+        "bare": lambda: bench_bare(wrk, seconds=seconds, connections=connections),
+        "aisle": lambda: bench_aisle(wrk, seconds=seconds, connections=connections),
+    }
     pairs = []
     for n in range(repeat):
-        run = {
-            "bare": lambda: bench_bare(wrk, seconds=seconds, connections=connections),
-            "aisle": lambda: bench_aisle(wrk, seconds=seconds, connections=connections),
-        }
         order = ("bare", "aisle") if n % 2 == 0 else ("aisle", "bare")
         pair = {name: run[name]() for name in order}
         pair["ratio"] = round(pair["aisle"]["eventsPerSecond"] / pair["bare"]["eventsPerSecond"], 3)
