@@ -27,18 +27,34 @@ from warehouse.lake import Lake, LakeTable
 
 log = structlog.get_logger("aisle.flusher")
 
-# Event batches are logged as one line each: {"h": <columns every event shares>, "c": {<column>: [values]}}
-# (logs of earlier versions: "r": [<row objects>] instead of "c").
+# Event batches are logged as one line each: {"h": <columns every event shares>, "s": {<column>: value}
+# for columns with one value in the batch, "c": {<column>: [values]} for the others} (logs of earlier
+# versions: every column in "c", or "r": [<row objects>] instead).
 SHARED_EVENT_COLUMNS = ("site_id", "received_at", "channel", "client_platform", "client_version")
 BATCH_LINE_START = b'{"h":'
 
 
 def _read_lines(data: bytes, schema: pa.Schema) -> pa.Table:
+    # One block on one thread: Arrow's threaded reader took a third more CPU for the same read, and
+    # the other core is the server's (bench/RESULTS.md, 2026-11-23, sixth session).
     return pajson.read_json(
         io.BytesIO(data),
-        read_options=pajson.ReadOptions(block_size=max(1 << 20, min(len(data) + 1, 1 << 28))),
+        read_options=pajson.ReadOptions(
+            use_threads=False, block_size=max(1 << 20, min(len(data) + 1, 1 << 28))
+        ),
         parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
     )
+
+
+def _spread(lists: pa.ListArray, single: pa.Array, parents: pa.Array) -> pa.Array:
+    """One column's rows: a line's list where it has one, else its single value repeated (null for a
+    line that has neither, as the values of a column the line left out)."""
+    if not lists.null_count:
+        return pc.list_flatten(lists)
+    repeated = single.take(parents)
+    if lists.null_count == len(lists):
+        return repeated
+    return pc.replace_with_mask(repeated, pc.is_valid(lists).take(parents), pc.list_flatten(lists))
 
 
 class FlushLock:
@@ -101,6 +117,7 @@ class Flusher:
         ]
         self._batch_schema = pa.schema([
             ("h", pa.struct(shared)),
+            ("s", pa.struct(rows)),
             ("c", pa.struct([(f.name, pa.list_(f.type)) for f in rows])),
             ("r", pa.list_(pa.struct(rows))),
         ])  # fmt: skip
@@ -183,12 +200,14 @@ class Flusher:
         ])  # fmt: skip
 
     def _flatten(self, lines: pa.Table, layout: str) -> pa.Table:
-        """Batch lines to rows: ``c`` lines hold a list per column, older ``r`` lines a list of rows."""
+        """Batch lines to rows: ``c`` lines hold a list per column (or one value in ``s``), older
+        ``r`` lines a list of rows."""
         body = lines[layout].combine_chunks()
         shared = lines["h"].combine_chunks()
         if layout == "c":
             parents = pc.list_parent_indices(body.field("event_id"))
-            row_column = lambda name: pc.list_flatten(body.field(name))  # noqa: E731
+            single = lines["s"].combine_chunks()
+            row_column = lambda name: _spread(body.field(name), single.field(name), parents)  # noqa: E731
         else:
             parents = pc.list_parent_indices(body)
             rows = pc.list_flatten(body)

@@ -15,7 +15,7 @@ import pytest
 
 from ingest.dedupe import key_hash
 from ingest.log import DurableLog, LogClosed
-from ingest.normalise import Context, event_row
+from ingest.normalise import Context, common_columns, event_log_columns, event_row
 from ingest.service import Ingest, encode
 from warehouse.lake import EVENTS, EVENTS_SCHEMA, METRICS, METRICS_SCHEMA, ORDERS, ORDERS_SCHEMA, LakeTable
 
@@ -254,7 +254,10 @@ def test_metrics_flush_with_their_schema(data_dir, services):
 
 def test_a_batch_is_one_log_line_with_its_shared_columns_once(data_dir, services):
     service = open_ingest(services, data_dir)
-    service.accept_events_sync([event("e1"), event("e2")], ctx(client_platform="ios"))
+    service.accept_events_sync(
+        [event("e1", url="https://shop.example.com/a"), event("e2", url="https://shop.example.com/b")],
+        ctx(client_platform="ios"),
+    )
     lines = (data_dir / "log" / "events").glob("*.log")
     [line] = b"".join(path.read_bytes() for path in lines).splitlines()
     record = orjson.loads(line)
@@ -265,13 +268,43 @@ def test_a_batch_is_one_log_line_with_its_shared_columns_once(data_dir, services
         "client_version": None,
         "site_id": SITE_A,
     }
-    assert record["c"]["event_id"] == ["e1", "e2"]
-    assert record["c"]["visitor_id"] == ["v-1", "v-1"]
-    assert "site_id" not in record["c"]
+    # Columns with one value in the batch are logged once; the others (and the ids) as lists.
+    assert record["c"] == {
+        "event_id": ["e1", "e2"],
+        "url": ["https://shop.example.com/a", "https://shop.example.com/b"],
+    }
+    assert record["s"]["visitor_id"] == "v-1"
+    assert record["s"]["user_id"] is None
+    assert record["s"]["date"] == "2011-03-04"
+    assert "site_id" not in record["s"]
     assert service.flush() == 2
-    assert lake_sql(service, EVENTS, "SELECT event_id, site_id, client_platform FROM {t} ORDER BY 1") == [
-        ("e1", SITE_A, "ios"),
-        ("e2", SITE_A, "ios"),
+    assert lake_sql(
+        service, EVENTS, "SELECT event_id, site_id, client_platform, visitor_id, url FROM {t} ORDER BY 1"
+    ) == [
+        ("e1", SITE_A, "ios", "v-1", "https://shop.example.com/a"),
+        ("e2", SITE_A, "ios", "v-1", "https://shop.example.com/b"),
+    ]
+
+
+def test_lines_listing_a_column_and_lines_holding_it_once_flush_together(data_dir, services):
+    service = open_ingest(services, data_dir, start=False)
+    service.accept_events_sync([event("one-1"), event("one-2")], ctx())  # visitor v-1 held once
+    # A line as the previous version logged it: every column listed.
+    columns, _ = event_log_columns([event("listed-1", visitorId="v-9", userId="u-9")], ctx(site_id=SITE_B))
+    common = common_columns(ctx(site_id=SITE_B))
+    service.logs["events"].append_sync(
+        b'{"h":' + orjson.dumps(common) + b',"c":' + orjson.dumps(columns) + b"}\n"
+    )
+    service.accept_events_sync([event("two-1", visitorId="v-2"), event("two-2", visitorId="v-3")], ctx())
+    assert service.flush() == 5
+    assert lake_sql(
+        service, EVENTS, "SELECT event_id, site_id, visitor_id, user_id, name FROM {t} ORDER BY 1"
+    ) == [
+        ("listed-1", SITE_B, "v-9", "u-9", "page_view"),
+        ("one-1", SITE_A, "v-1", None, "page_view"),
+        ("one-2", SITE_A, "v-1", None, "page_view"),
+        ("two-1", SITE_A, "v-2", None, "page_view"),
+        ("two-2", SITE_A, "v-3", None, "page_view"),
     ]
 
 
