@@ -51,6 +51,12 @@ class Settings(BaseSettings):
         description="Flush events from a process of their own (off the request thread's GIL); "
         "false keeps every flusher a thread of the server.",
     )
+    event_batch_workers: int = Field(
+        default=1,
+        ge=0,
+        description="Processes that decode, validate and encode the storefront's event batches beside the "
+        "server's event loop (one per spare core); 0 does it all in the server's process.",
+    )
     compaction_interval_seconds: float = Field(
         default=600.0, description="How often small lake files are merged."
     )

@@ -37,6 +37,7 @@ from api.public.routes import router as public_router
 from api.routes.admin import router as admin_router
 from api.routes.health import router as health_router
 from api.sites.routes import router as sites_router
+from ingest.batch_worker import BatchWorkers
 from ingest.service import Ingest
 from jobs.mail import Outbox
 from jobs.scheduler import start_scheduler
@@ -72,6 +73,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI):
         ingest.start()
+        if app.state.batch_workers is not None:
+            await app.state.batch_workers.start()
         scheduler = start_scheduler(
             ingest=ingest,
             compaction_interval_seconds=settings.compaction_interval_seconds,
@@ -90,6 +93,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            if app.state.batch_workers is not None:
+                await app.state.batch_workers.stop()
             scheduler.shutdown(wait=True)
             ingest.stop()
             engine.close()
@@ -111,6 +116,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.store = store
     app.state.hot = open_hot_state(settings.redis_url)
     app.state.ingest = ingest
+    app.state.batch_workers = (
+        BatchWorkers(settings.event_batch_workers) if settings.event_batch_workers else None
+    )
     app.state.engine = engine
     app.state.sql_sandbox = Sandbox(
         memory_limit=settings.sql_memory_limit,

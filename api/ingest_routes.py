@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import orjson
@@ -100,19 +101,23 @@ async def accept_event_batch(request: Request, site_key: str) -> Response:
     state = request.app.state
     caller = await guard_public_site(request, state.store, site_key)
     body = await read_body(request)
-    valid = parse_event_batch(body)
-    if valid is not None:
-        events, sent_at = valid.events, valid.sent_at
-        visitor = events[0].visitor_id if events else None
+    workers = state.batch_workers
+    prepared = await workers.prepare(body, _context(caller, sent_at=None)) if workers else None
+    if prepared is not None:
+        visitor = prepared.visitor
+        store = partial(state.ingest.accept_prepared_events, prepared, caller.site["id"])
+    elif (valid := parse_event_batch(body)) is not None:
+        visitor = valid.events[0].visitor_id if valid.events else None
+        store = partial(
+            state.ingest.accept_valid_events, valid.events, _context(caller, sent_at=valid.sent_at)
+        )
     else:
         batch = EventBatchIn.model_validate(parse_json(body))
-        events, sent_at = batch.events, batch.sent_at
-        visitor = _visitor_of(events, None)
+        visitor = _visitor_of(batch.events, None)
+        store = partial(state.ingest.accept_events, batch.events, _context(caller, sent_at=batch.sent_at))
     headers = throttle(state.hot, None, limit=Limit("events-visitor", state.settings.visitor_batches_per_minute, 60),
                        subject=f"{caller.site['id']}:{visitor or (request.client.host if request.client else 'unknown')}")  # fmt: skip
-    ctx = _context(caller, sent_at=sent_at)
-    accept = state.ingest.accept_valid_events if valid is not None else state.ingest.accept_events
-    result = await _durably(accept(events, ctx))
+    result = await _durably(store())
     return Response(
         orjson.dumps(result.model_dump(by_alias=True)), media_type="application/json", headers=headers
     )

@@ -8,13 +8,14 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import compress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ingest import flusher_process
 from ingest.consent import consent_row
 from ingest.dedupe import RecentKeys, key_hash
+from ingest.event_lines import encode_event_batch, without_events
 from ingest.flusher import Flusher
 from ingest.log import DurableLog
 from ingest.normalise import (
@@ -30,6 +31,9 @@ from ingest.normalise import (
 )
 from ingest.schemas import BatchResult, Rejection
 from warehouse.lake import CONSENTS, EVENTS, METRICS, ORDERS, TABLES, Lake, LakeTable
+
+if TYPE_CHECKING:
+    from ingest.batch_worker import PreparedBatch
 
 Failures = list[tuple[int, Rejected]]
 BatchRows = Callable[[list[Any], Context], tuple[list[dict[str, Any]], Failures]]
@@ -56,33 +60,6 @@ metric_rows = one_by_one(metric_row)
 
 def encode(rows: Iterable[dict[str, Any]]) -> bytes:
     return b"\n".join(map(orjson.dumps, rows)) + b"\n"
-
-
-def encode_event_batch(common: dict[str, Any], columns: EventColumns) -> bytes:
-    """One log line per batch: the columns its events share by definition, once (``h``); a column
-    that happens to hold one value for every event of the batch (a visitor, a session, a date, the
-    currency, or nothing at all), that value once (``s``); the others as lists (``c``; ``event_id``
-    always, it gives the batch's length). Hoisting halves a storefront batch's line, and the flusher
-    parses ~60 % less JSON (bench/RESULTS.md, 2026-11-23, sixth session). (Logs of earlier versions
-    also hold lines with every column in ``c``, ``r`` lines, a list of row objects, and single rows.)
-
-    No column mixes numbers and booleans, so ``count`` (which compares with ``==``) sees one value
-    only where there is one."""
-    single, varying = {}, {}
-    for name, values in columns.items():
-        if name != "event_id" and values.count(values[0]) == len(values):
-            single[name] = values[0]
-        else:
-            varying[name] = values
-    return (
-        b'{"h":'
-        + orjson.dumps(common)
-        + b',"s":'
-        + orjson.dumps(single)
-        + b',"c":'
-        + orjson.dumps(varying)
-        + b"}\n"
-    )
 
 
 def _batch_result(columns: EventColumns, failures: EventFailures, duplicates: int) -> BatchResult:
@@ -185,27 +162,32 @@ class Ingest:
         return kept, rejected, len(rows) - len(kept)
 
     @contextmanager
-    def _claimed_batch(self, columns: EventColumns, ctx: Context) -> Iterator[tuple[bytes | None, int]]:
-        """The log line of the events whose id is new (None when none is) and the number of
-        duplicates. Their ids stay claimed unless the body of the ``with`` fails (the client retries)."""
+    def _claimed(self, site_id: str, event_ids: list[str]) -> Iterator[list[bool]]:
+        """Claim ``event_ids``; yields which ones are new. They stay claimed unless the body of the
+        ``with`` fails (the client retries)."""
         stored = self.flushers[EVENTS.name].stored
-        site_id = ctx.site_id
-        hashes = [key_hash(site_id, event_id) for event_id in columns["event_id"]]
+        hashes = [key_hash(site_id, event_id) for event_id in event_ids]
         fresh = stored.claim(hashes)
-        duplicates = len(fresh) - sum(fresh)
-        if duplicates:
-            columns = {name: list(compress(values, fresh)) for name, values in columns.items()}
-        common = common_columns(ctx)
         try:
-            yield (encode_event_batch(common, columns) if columns["event_id"] else None), duplicates
+            yield fresh
         except BaseException:
             stored.release(compress(hashes, fresh))
             raise
 
+    def _new_events_line(
+        self, columns: EventColumns, ctx: Context, fresh: list[bool]
+    ) -> tuple[bytes | None, int]:
+        """The log line of the events whose id is new (None when none is), and the number of duplicates."""
+        duplicates = len(fresh) - sum(fresh)
+        if duplicates:
+            columns = {name: list(compress(values, fresh)) for name, values in columns.items()}
+        return (encode_event_batch(common_columns(ctx), columns) if columns["event_id"] else None), duplicates
+
     async def _store_events(
         self, columns: EventColumns, failures: EventFailures, ctx: Context
     ) -> BatchResult:
-        with self._claimed_batch(columns, ctx) as (line, duplicates):
+        with self._claimed(ctx.site_id, columns["event_id"]) as fresh:
+            line, duplicates = self._new_events_line(columns, ctx, fresh)
             if line:
                 await self.logs[EVENTS.name].append(line)
         return _batch_result(columns, failures, duplicates)
@@ -218,9 +200,23 @@ class Ingest:
         """``accept_events`` for a batch that ``parse_event_batch`` already validated."""
         return await self._store_events(*valid_event_log_columns(events, ctx), ctx)
 
+    async def accept_prepared_events(self, batch: PreparedBatch, site_id: str) -> BatchResult:
+        """``accept_events`` for a batch a worker process validated and encoded (``ingest.batch_worker``)."""
+        with self._claimed(site_id, batch.event_ids) as fresh:
+            duplicates = len(fresh) - sum(fresh)
+            line = batch.line if not duplicates else without_events(batch.line, fresh)
+            if line:
+                await self.logs[EVENTS.name].append(line)
+        return BatchResult(
+            accepted=len(batch.event_ids),
+            rejected=_rejections(batch.failures),
+            duplicates=duplicates,
+        )
+
     def accept_events_sync(self, raws: list[Any], ctx: Context) -> BatchResult:
         columns, failures = event_log_columns(raws, ctx)
-        with self._claimed_batch(columns, ctx) as (line, duplicates):
+        with self._claimed(ctx.site_id, columns["event_id"]) as fresh:
+            line, duplicates = self._new_events_line(columns, ctx, fresh)
             if line:
                 self.logs[EVENTS.name].append_sync(line)
         return _batch_result(columns, failures, duplicates)

@@ -21,7 +21,11 @@ os.environ.setdefault("AISLE_LOG_JSON", "true")
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(data_dir=tmp_path / "data", jwt_secret="test-signing-key-" + "x" * 32)
+    # No batch worker process per app: the events route's in-process path, the one every worker
+    # falls back to. tests/api/test_ingest_routes.py runs the route through a worker.
+    return Settings(
+        data_dir=tmp_path / "data", jwt_secret="test-signing-key-" + "x" * 32, event_batch_workers=0
+    )
 
 
 @pytest.fixture

@@ -33,7 +33,11 @@ def limits() -> dict[str, int]:
 def settings(tmp_path: Path, limits: dict[str, int]) -> Settings:
     # Generous throttles unless a test shrinks them, so retries and fuzzing reach the handlers.
     roomy = {"visitor_batches_per_minute": 100_000, "orders_per_visitor_per_minute": 100_000}
-    return Settings(data_dir=tmp_path / "data", jwt_secret=SIGNING_KEY, **{**roomy, **limits})
+    # Event batches go through a batch worker process, as `aisle serve` runs them (the other
+    # modules' apps keep them in process, the path a worker falls back to).
+    return Settings(
+        data_dir=tmp_path / "data", jwt_secret=SIGNING_KEY, event_batch_workers=1, **{**roomy, **limits}
+    )
 
 
 @pytest.fixture
@@ -178,6 +182,7 @@ def test_a_mixed_batch_keeps_the_valid_events(client, app, shop):
 
 def test_a_retried_event_id_is_stored_once(client, app, shop):
     assert post_events(client, shop, [ev("r1"), ev("r2")]).json()["duplicates"] == 0
+    assert app.state.batch_workers.prepared == 1  # the batch went through the worker process
     app.state.ingest.flush()
     retry = post_events(client, shop, [ev("r1"), ev("r2"), ev("r3")])
     assert retry.json() == {"accepted": 3, "rejected": [], "duplicates": 2}
@@ -569,7 +574,9 @@ def test_no_shaped_body_gives_a_5xx(client, app, shop, case):
     "body",
     [
         b'{"events":[{"name":"page_view","visitorId":"v","sessionId":"s","metadata":{"a":'
-        + b"[" * 15000 + b"]" * 15000 + b"}}]}",
+        + b"[" * 15000
+        + b"]" * 15000
+        + b"}}]}",
         b'{"events":[{"name":"page_view","visitorId":"\xff\xfe","sessionId":"s"}]}',
     ],
     ids=["nested past the recursion limit", "invalid UTF-8"],
@@ -623,9 +630,12 @@ def test_an_unexpected_failure_on_the_hot_path_is_a_500_in_the_envelope_and_stor
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(app.state.ingest, "accept_valid_events", broken)
+    monkeypatch.setattr(app.state.ingest, "accept_prepared_events", broken)  # a batch worker's batch
     response = post_events(client, shop, [ev("x-1")])
     assert response.status_code == 500
-    assert response.json() == {"error": {"code": "INTERNAL_ERROR", "message": "Internal server error", "details": None}}
+    assert response.json() == {
+        "error": {"code": "INTERNAL_ERROR", "message": "Internal server error", "details": None}
+    }
     assert response.headers["x-request-id"]
     app.state.ingest.flush()
     assert query(app, "SELECT count(*) FROM events") == [(0,)]
