@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import gc
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from aisle.gc_tuning import tune_for_serving
 from aisle.settings import Settings
 from api import openapi_bodies
 from api.analytics.attribution import router as attribution_router
@@ -48,7 +48,6 @@ from warehouse.engine import Engine
 from warehouse.hotstate import open_hot_state
 
 API_PREFIX = "/api/v1"
-GC_YOUNG_THRESHOLD = 50_000
 
 
 def _site_timezones(store) -> dict[str, str]:
@@ -82,14 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             timezones=lambda: _site_timezones(store),
         )
         app.state.scheduler = scheduler
-        # What is alive once the app has started (modules, models, routes: ~200k objects) lives as long as
-        # the process. Frozen, the collector stops re-walking it on every full collection, which under
-        # load stalled requests for ~130 ms each time. A request allocates hundreds of containers that
-        # die with it; at the default threshold (700) the youngest generation was collected every few
-        # requests, re-walking every batch in flight and those waiting for the flusher (a quarter of
-        # the CPU time of the events route; bench/RESULTS.md, 2026-11-23).
-        gc.freeze()
-        gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+        tune_for_serving()
         try:
             yield
         finally:

@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 import structlog
 
+from aisle.gc_tuning import tune_for_serving
 from ingest.event_lines import encode_event_batch
 from ingest.normalise import Context, Rejected, common_columns, parse_event_batch, valid_event_log_columns
 
@@ -44,6 +45,9 @@ log = structlog.get_logger("aisle.batch_worker")
 REQUEST = struct.Struct("!II")
 ANSWER = struct.Struct("!I")
 NOT_TAKEN = b"-"
+READY = b"ready"  # a worker's first frame, once it has imported what it needs
+# A worker imports for about a second; one that is not ready after this is broken.
+READY_TIMEOUT_SECONDS = 60.0
 # A body is at most a few MiB; a worker that takes longer than this is stuck, not busy.
 ANSWER_TIMEOUT_SECONDS = 10.0
 RESPAWN_DELAY_SECONDS = 1.0
@@ -93,6 +97,15 @@ def _read_exactly(stream, size: int) -> bytes | None:
 
 
 def serve(sock: socket.socket) -> None:
+    tune_for_serving()
+    try:
+        _serve(sock)
+    except (BrokenPipeError, ConnectionResetError):
+        return  # the server closed its end while an answer was on the way
+
+
+def _serve(sock: socket.socket) -> None:
+    sock.sendall(ANSWER.pack(len(READY)) + READY)
     stream = sock.makefile("rb", buffering=1 << 16)
     while True:
         head = _read_exactly(stream, REQUEST.size)
@@ -126,6 +139,7 @@ class _Connection(asyncio.Protocol):
         self._buffer = bytearray()
         self._waiting: deque[asyncio.Future] = deque()
         self.transport: asyncio.Transport | None = None
+        self.ready = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -140,12 +154,17 @@ class _Connection(asyncio.Protocol):
                 return
             answer = bytes(buffer[ANSWER.size : end])
             del buffer[:end]
+            if not self.ready.done():
+                self.ready.set_result(answer == READY)
+                continue
             waiter = self._waiting.popleft()
             if not waiter.done():
                 waiter.set_result(answer)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
+        if not self.ready.done():
+            self.ready.set_result(False)
         while self._waiting:
             waiter = self._waiting.popleft()
             if not waiter.done():
@@ -154,7 +173,8 @@ class _Connection(asyncio.Protocol):
 
     @property
     def open(self) -> bool:
-        return self.transport is not None and not self.transport.is_closing()
+        """Ready for bodies: a body sent to a worker still importing would wait for it."""
+        return self.transport is not None and not self.transport.is_closing() and self.ready.done()
 
     def ask(self, context: bytes, body: bytes) -> asyncio.Future:
         waiter = asyncio.get_running_loop().create_future()
@@ -192,8 +212,8 @@ class BatchWorkers:
         self.prepared = 0  # batches a worker prepared (the rest went the in-process way)
 
     async def start(self) -> None:
-        for _ in range(self.count):
-            await self._spawn()
+        """Start the workers and wait until they are ready (the server answers once this returns)."""
+        await asyncio.gather(*(self._spawn() for _ in range(self.count)))
 
     async def _spawn(self) -> None:
         ours, theirs = socket.socketpair()
@@ -209,6 +229,11 @@ class BatchWorkers:
         )
         self._connections.append(connection)
         self._processes[connection] = process
+        try:
+            await asyncio.wait_for(asyncio.shield(connection.ready), READY_TIMEOUT_SECONDS)
+        except TimeoutError:
+            log.error("batch_worker_not_ready", timeout_seconds=READY_TIMEOUT_SECONDS)
+            connection.close()
 
     def _lost(self, connection: _Connection) -> None:
         if connection in self._connections:
@@ -275,6 +300,11 @@ class BatchWorkers:
                 process.wait()
         self._processes.clear()
         self._connections.clear()
+
+    @property
+    def ready(self) -> int:
+        """Workers ready for bodies."""
+        return sum(connection.open for connection in self._connections)
 
     @property
     def pids(self) -> list[int]:

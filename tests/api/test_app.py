@@ -8,7 +8,7 @@ import time
 
 import httpx
 
-from api.app import GC_YOUNG_THRESHOLD
+from aisle.gc_tuning import GC_YOUNG_THRESHOLD
 from warehouse.catalog.store import MIGRATIONS_DIR
 
 

@@ -146,14 +146,15 @@ def test_a_lost_worker_leaves_its_bodies_to_the_server_and_is_replaced(monkeypat
         workers = BatchWorkers(1)
         await workers.start()
         try:
+            assert workers.ready == 1  # started means ready: the server answers only then
             [pid] = workers.pids
             os.kill(pid, signal.SIGKILL)
             assert await workers.prepare(body(event("e-1")), ctx()) is None
-            for _ in range(100):
-                if workers.pids and workers.pids != [pid]:
+            for _ in range(400):
+                if workers.ready and workers.pids != [pid]:
                     break
                 await asyncio.sleep(0.05)
-            assert workers.pids and workers.pids != [pid]
+            assert workers.ready and workers.pids != [pid]
             prepared = await workers.prepare(body(event("e-2")), ctx())
             assert prepared is not None and prepared.event_ids == ["e-2"]
         finally:
@@ -175,8 +176,8 @@ def test_a_stuck_worker_is_given_up_on_and_replaced(monkeypatch):
             began = time.monotonic()
             assert await workers.prepare(body(event("e-1")), ctx()) is None
             assert time.monotonic() - began < 5
-            for _ in range(100):
-                if workers.pids and workers.pids != [pid]:
+            for _ in range(400):
+                if workers.ready and workers.pids != [pid]:
                     break
                 await asyncio.sleep(0.05)
             monkeypatch.setattr(
