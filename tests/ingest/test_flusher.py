@@ -308,6 +308,30 @@ def test_lines_listing_a_column_and_lines_holding_it_once_flush_together(data_di
     ]
 
 
+def test_a_flush_writes_what_the_log_held_when_it_began(data_dir, services, monkeypatch):
+    """Lines appended while a flush runs wait for the next flush: a busy log becomes one file per
+    flush, not a chase of small files."""
+    service = open_ingest(services, data_dir)
+    service.accept_events_sync([event("before-1"), event("before-2")], ctx())
+    events_log = service.logs["events"]
+    read = events_log.read
+
+    def read_while_the_storefront_sends(*args, **kwargs):
+        answer = read(*args, **kwargs)
+        if len(sent) < 3:
+            service.accept_events_sync([event(f"during-{len(sent)}")], ctx())
+            sent.append(answer)
+        return answer
+
+    sent: list = []
+    monkeypatch.setattr(events_log, "read", read_while_the_storefront_sends)
+    assert service.flush() == 2
+    assert len(service.lake.files(EVENTS)) == 1
+    monkeypatch.setattr(events_log, "read", read)
+    assert service.flush() == len(sent)
+    assert count(service) == 2 + len(sent)
+
+
 def test_single_row_lines_of_an_older_log_still_reach_the_lake(data_dir, services):
     service = open_ingest(services, data_dir, start=False)
     older = {**event_row(event("old-1"), ctx()), "site_id": SITE_B}
