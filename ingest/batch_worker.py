@@ -174,7 +174,8 @@ class _Connection(asyncio.Protocol):
     @property
     def open(self) -> bool:
         """Ready for bodies: a body sent to a worker still importing would wait for it."""
-        return self.transport is not None and not self.transport.is_closing() and self.ready.done()
+        ready = self.ready.done() and self.ready.result()
+        return ready and self.transport is not None and not self.transport.is_closing()
 
     def ask(self, context: bytes, body: bytes) -> asyncio.Future:
         waiter = asyncio.get_running_loop().create_future()
@@ -185,6 +186,11 @@ class _Connection(asyncio.Protocol):
     def close(self) -> None:
         if self.transport is not None:
             self.transport.close()
+
+    def abort(self) -> None:
+        """Close without waiting for unsent bodies (a stuck worker may never read them)."""
+        if self.transport is not None:
+            self.transport.abort()
 
 
 def _answer(raw: bytes) -> PreparedBatch | None:
@@ -233,7 +239,7 @@ class BatchWorkers:
             await asyncio.wait_for(asyncio.shield(connection.ready), READY_TIMEOUT_SECONDS)
         except TimeoutError:
             log.error("batch_worker_not_ready", timeout_seconds=READY_TIMEOUT_SECONDS)
-            connection.close()
+            connection.abort()
 
     def _lost(self, connection: _Connection) -> None:
         if connection in self._connections:
@@ -276,7 +282,7 @@ class BatchWorkers:
             raw = await asyncio.wait_for(connection.ask(context, body), ANSWER_TIMEOUT_SECONDS)
         except TimeoutError:
             log.error("batch_worker_stuck", timeout_seconds=ANSWER_TIMEOUT_SECONDS)
-            connection.close()  # its other bodies go the in-process way; a new worker follows
+            connection.abort()  # its other bodies go the in-process way; a new worker follows
             return None
         except WorkerGone:
             return None

@@ -174,7 +174,12 @@ def test_a_stuck_worker_is_given_up_on_and_replaced(monkeypatch):
             [pid] = workers.pids
             os.kill(pid, signal.SIGSTOP)
             began = time.monotonic()
-            assert await workers.prepare(body(event("e-1")), ctx()) is None
+            # More than its socket holds: the bodies it never reads must not keep it from being closed.
+            big = body(*(event(f"big-{i}", url="https://shop.example.com/" + "x" * 2000) for i in range(400)))
+            answers = await asyncio.gather(
+                *(workers.prepare(raw, ctx()) for raw in [big] * 4 + [body(event("e-1"))])
+            )
+            assert answers == [None] * 5
             assert time.monotonic() - began < 5
             for _ in range(400):
                 if workers.ready and workers.pids != [pid]:
