@@ -31,7 +31,7 @@ from api.hot_path import AisleApp, HotPath
 from api.ingest_routes import accept_event_batch
 from api.ingest_routes import private as tracking_router
 from api.ingest_routes import public as public_ingest_router
-from api.observability import Metrics, RequestObserver, configure_logging
+from api.observability import BatchWorkerMetrics, Metrics, RequestObserver, configure_logging
 from api.public.consent import router as public_consent_router
 from api.public.routes import router as public_router
 from api.routes.admin import router as admin_router
@@ -122,6 +122,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     metrics = Metrics()
     app.state.metrics = metrics
+    if app.state.batch_workers is not None:
+        metrics.registry.register(BatchWorkerMetrics(app.state.batch_workers))
 
     install_error_handlers(app)
     # Routes are matched in order: the storefront's ingest routes, by far the busiest, come first.

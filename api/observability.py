@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import orjson
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
@@ -54,6 +55,26 @@ class Metrics:
             ["method", "route"],
             registry=self.registry,
         )
+
+
+class BatchWorkerMetrics:
+    """Batch workers (``ingest.batch_worker``) as Prometheus samples, read when scraped."""
+
+    def __init__(self, workers) -> None:
+        self.workers = workers
+
+    def collect(self):
+        ready = GaugeMetricFamily(
+            "aisle_event_batch_workers_ready", "Batch worker processes ready for bodies"
+        )
+        ready.add_metric([], self.workers.ready)
+        bodies = CounterMetricFamily(
+            "aisle_event_batches", "Event batch bodies by who prepared them", labels=["prepared_by"]
+        )
+        bodies.add_metric(["worker"], self.workers.prepared)
+        bodies.add_metric(["server"], self.workers.left)
+        yield ready
+        yield bodies
 
 
 def route_template(scope: Scope) -> str:

@@ -215,7 +215,8 @@ class BatchWorkers:
         self._processes: dict[_Connection, subprocess.Popen] = {}
         self._turn = 0
         self._stopping = False
-        self.prepared = 0  # batches a worker prepared (the rest went the in-process way)
+        self.prepared = 0  # bodies a worker prepared
+        self.left = 0  # bodies left to the server's own path (a worker said so, or none answered)
 
     async def start(self) -> None:
         """Start the workers and wait until they are ready (the server answers once this returns)."""
@@ -267,6 +268,7 @@ class BatchWorkers:
         said so, or no worker answered: nothing was stored, so nothing is lost)."""
         live = [c for c in self._connections if c.open]
         if not live:
+            self.left += 1
             return None
         self._turn = (self._turn + 1) % len(live)
         connection = live[self._turn]
@@ -283,11 +285,15 @@ class BatchWorkers:
         except TimeoutError:
             log.error("batch_worker_stuck", timeout_seconds=ANSWER_TIMEOUT_SECONDS)
             connection.abort()  # its other bodies go the in-process way; a new worker follows
+            self.left += 1
             return None
         except WorkerGone:
+            self.left += 1
             return None
         batch = _answer(raw)
-        if batch is not None:
+        if batch is None:
+            self.left += 1
+        else:
             self.prepared += 1
         return batch
 

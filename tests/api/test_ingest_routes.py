@@ -180,6 +180,15 @@ def test_a_mixed_batch_keeps_the_valid_events(client, app, shop):
     ]
 
 
+def test_metrics_say_who_prepared_the_event_batches(server, client, shop):
+    post_events(client, shop, [ev("m1")])
+    post_events(client, shop, [ev("m2", name="page_vieww")])  # the worker leaves it to the server
+    text = httpx.get(f"{server.url}/metrics").text
+    assert "aisle_event_batch_workers_ready 1.0" in text
+    assert 'aisle_event_batches_total{prepared_by="worker"} 1.0' in text
+    assert 'aisle_event_batches_total{prepared_by="server"} 1.0' in text
+
+
 def test_a_retried_event_id_is_stored_once(client, app, shop):
     assert post_events(client, shop, [ev("r1"), ev("r2")]).json()["duplicates"] == 0
     assert app.state.batch_workers.prepared == 1  # the batch went through the worker process
