@@ -29,7 +29,7 @@ import struct
 import subprocess
 import sys
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -72,13 +72,7 @@ def prepare(context: dict[str, Any], body: bytes) -> bytes:
     if batch is None:
         return NOT_TAKEN
     ctx = Context(
-        site_id=context["site_id"],
-        site_currency=context["site_currency"],
-        received_at=datetime.fromisoformat(context["received_at"]),
-        channel=context["channel"],
-        sent_at=batch.sent_at,
-        client_platform=context["client_platform"],
-        client_version=context["client_version"],
+        **{**context, "received_at": datetime.fromisoformat(context["received_at"]), "sent_at": batch.sent_at}
     )
     columns, failures = valid_event_log_columns(batch.events, ctx)
     event_ids = columns["event_id"]
@@ -266,36 +260,31 @@ class BatchWorkers:
     async def prepare(self, body: bytes, ctx: Context) -> PreparedBatch | None:
         """The batch as a worker prepared it; None when the in-process path must take it (the worker
         said so, or no worker answered: nothing was stored, so nothing is lost)."""
-        live = [c for c in self._connections if c.open]
-        if not live:
-            self.left += 1
-            return None
-        self._turn = (self._turn + 1) % len(live)
-        connection = live[self._turn]
-        context = orjson.dumps({
-            "site_id": ctx.site_id,
-            "site_currency": ctx.site_currency,
-            "received_at": ctx.received_at.isoformat(),
-            "channel": ctx.channel,
-            "client_platform": ctx.client_platform,
-            "client_version": ctx.client_version,
-        })  # fmt: skip
-        try:
-            raw = await asyncio.wait_for(connection.ask(context, body), ANSWER_TIMEOUT_SECONDS)
-        except TimeoutError:
-            log.error("batch_worker_stuck", timeout_seconds=ANSWER_TIMEOUT_SECONDS)
-            connection.abort()  # its other bodies go the in-process way; a new worker follows
-            self.left += 1
-            return None
-        except WorkerGone:
-            self.left += 1
-            return None
-        batch = _answer(raw)
+        batch = await self._ask(body, ctx)
         if batch is None:
             self.left += 1
         else:
             self.prepared += 1
         return batch
+
+    async def _ask(self, body: bytes, ctx: Context) -> PreparedBatch | None:
+        live = [c for c in self._connections if c.open]
+        if not live:
+            return None
+        self._turn = (self._turn + 1) % len(live)
+        connection = live[self._turn]
+        # The request's context as it is (orjson writes its times as ISO 8601); the worker adds
+        # the body's sentAt.
+        context = orjson.dumps(asdict(ctx))
+        try:
+            raw = await asyncio.wait_for(connection.ask(context, body), ANSWER_TIMEOUT_SECONDS)
+        except TimeoutError:
+            log.error("batch_worker_stuck", timeout_seconds=ANSWER_TIMEOUT_SECONDS)
+            connection.abort()  # its other bodies go the in-process way; a new worker follows
+            return None
+        except WorkerGone:
+            return None
+        return _answer(raw)
 
     async def stop(self) -> None:
         self._stopping = True

@@ -62,10 +62,9 @@ def encode(rows: Iterable[dict[str, Any]]) -> bytes:
     return b"\n".join(map(orjson.dumps, rows)) + b"\n"
 
 
-def _batch_result(columns: EventColumns, failures: EventFailures, duplicates: int) -> BatchResult:
-    return BatchResult(
-        accepted=len(columns["event_id"]), rejected=_rejections(failures), duplicates=duplicates
-    )
+def _batch_result(event_ids: list[str], failures: EventFailures, duplicates: int) -> BatchResult:
+    """``accepted`` counts every valid event, re-sent ones too."""
+    return BatchResult(accepted=len(event_ids), rejected=_rejections(failures), duplicates=duplicates)
 
 
 def _rejections(failures: EventFailures) -> list[Rejection]:
@@ -190,7 +189,7 @@ class Ingest:
             line, duplicates = self._new_events_line(columns, ctx, fresh)
             if line:
                 await self.logs[EVENTS.name].append(line)
-        return _batch_result(columns, failures, duplicates)
+        return _batch_result(columns["event_id"], failures, duplicates)
 
     async def accept_events(self, raws: list[Any], ctx: Context) -> BatchResult:
         """Validate, drop re-sent event ids, append durably; rejections by index."""
@@ -207,11 +206,7 @@ class Ingest:
             line = batch.line if not duplicates else without_events(batch.line, fresh)
             if line:
                 await self.logs[EVENTS.name].append(line)
-        return BatchResult(
-            accepted=len(batch.event_ids),
-            rejected=_rejections(batch.failures),
-            duplicates=duplicates,
-        )
+        return _batch_result(batch.event_ids, batch.failures, duplicates)
 
     def accept_events_sync(self, raws: list[Any], ctx: Context) -> BatchResult:
         columns, failures = event_log_columns(raws, ctx)
@@ -219,7 +214,7 @@ class Ingest:
             line, duplicates = self._new_events_line(columns, ctx, fresh)
             if line:
                 self.logs[EVENTS.name].append_sync(line)
-        return _batch_result(columns, failures, duplicates)
+        return _batch_result(columns["event_id"], failures, duplicates)
 
     async def accept_metrics(self, raws: list[Any], ctx: Context) -> BatchResult:
         rows, rejected, _ = self._prepare(METRICS, raws, ctx, metric_rows)
