@@ -78,12 +78,28 @@ def _filled_columns(files: list[Path]) -> set[str]:
     return filled
 
 
+def _cluster_key(frame: pl.DataFrame, sort_by: tuple[str, ...]) -> pl.Series:
+    """One 64-bit key per row: the rank of the first column's value in its high bits, a hash of the
+    second's in the rest. Sorted on it, rows come in the first column's order and, within each of its
+    values, each value of the second sits together (grouped by hash, not in order), which is what
+    row-group pruning and joins need; one integer sorts ~6x faster than two string columns."""
+    first = frame[sort_by[0]].cast(pl.String)
+    values = first.unique().drop_nulls().sort()
+    # Ranks start at 1: a missing value sorts first, apart from every value.
+    bits = (len(values) + 1).bit_length()
+    rank = (first.cast(pl.Enum(values)).to_physical().cast(pl.UInt64) + 1).fill_null(0)
+    key = rank * pl.Series([1 << (64 - bits)], dtype=pl.UInt64)
+    if len(sort_by) > 1:
+        key = key + frame[sort_by[1]].hash() // pl.Series([1 << bits], dtype=pl.UInt64)
+    return key
+
+
 def _merge(files: list[Path], version: Path, *, table: LakeTable, target_bytes: int) -> tuple[int, int]:
     """Merge ``files`` into sorted files in ``version``; returns (files, rows).
 
-    polars reads the small files on all cores, sorts and writes in one plan: it reads a small file
-    with less than half the CPU pyarrow's datasets take, and sorts rows faster than Arrow gathers
-    them. A column an older file lacks reads as nulls of its type."""
+    polars reads the small files on all cores (a small file with less than half the CPU pyarrow's
+    datasets take), sorts the run in memory on one integer key and writes it. A column an older file
+    lacks reads as nulls of its type."""
     schema = pl.from_arrow(table.schema.empty_table()).schema
     outputs = rows = 0
     # Small flush files shrink to about half once merged and compressed as one.
@@ -93,20 +109,24 @@ def _merge(files: list[Path], version: Path, *, table: LakeTable, target_bytes: 
         # join again as typed nulls after the sort.
         # The sort keys are always kept: sorting needs them whatever the statistics say.
         filled = _filled_columns(run) | set(table.sort_by)
-        plan = pl.scan_parquet(run, schema=schema, missing_columns="insert").select(
-            [name for name in schema if name in filled]
+        frame = (
+            pl.scan_parquet(run, schema=schema, missing_columns="insert")
+            .select([name for name in schema if name in filled])
+            .collect()
+            .rechunk()
         )
         if table.sort_by:
-            plan = plan.sort(*table.sort_by, maintain_order=True)
-        plan = plan.select(
+            frame = frame.sort(_cluster_key(frame, table.sort_by), maintain_order=True)
+        frame = frame.select(
             [
                 pl.col(name) if name in filled else pl.lit(None, kind).alias(name)
                 for name, kind in schema.items()
             ]
         )
-        plan.sink_parquet(path, compression="zstd", row_group_size=ROW_GROUP_ROWS, statistics=True)
-        rows += pq.read_metadata(path).num_rows
+        frame.write_parquet(path, compression="zstd", row_group_size=ROW_GROUP_ROWS, statistics=True)
+        rows += frame.height
         outputs += 1
+        del frame
     for output in version.glob("*.parquet"):
         fsync_path(output)
     return outputs, rows

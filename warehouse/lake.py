@@ -118,8 +118,9 @@ class LakeTable:
     name: str
     schema: pa.Schema
     key: str  # the column that identifies a row for exactly-once storage
-    # Compaction sorts merged rows by these columns: row groups then hold few values of the first, so
-    # filters on it skip groups, and each value's rows of the second sit together for joins.
+    # Compaction orders merged rows by the first of these columns, so row groups hold few of its
+    # values and filters on it skip groups, and within each value groups the rows of each value of
+    # the second together (for joins and per-visitor walks).
     sort_by: tuple[str, ...] = ()
 
     def parquet_options(self) -> dict:

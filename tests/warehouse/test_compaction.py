@@ -6,8 +6,11 @@ import threading
 from datetime import UTC, datetime
 
 import duckdb
+import polars as pl
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ingest.normalise import Context
 from ingest.service import Ingest
@@ -153,7 +156,7 @@ def test_merged_files_have_big_row_groups_not_one_per_small_file(ingest):
     assert "RLE_DICTIONARY" in columns["name"].encodings
 
 
-def test_merged_events_are_sorted_by_name_then_visitor_so_a_name_filter_reads_only_its_row_groups(
+def test_merged_events_come_in_name_order_each_visitor_together_so_a_name_filter_reads_only_its_groups(
     ingest, monkeypatch
 ):
     monkeypatch.setattr(compaction, "ROW_GROUP_ROWS", 10)
@@ -175,7 +178,15 @@ def test_merged_events_are_sorted_by_name_then_visitor_so_a_name_filter_reads_on
     rows = pq.read_table(merged, columns=["name", "visitor_id", "event_id"]).to_pylist()
     in_file_order = [(r["name"], r["visitor_id"], r["event_id"]) for r in rows]
     assert sorted(in_file_order) == sorted(before)
-    assert [r[:2] for r in in_file_order] == sorted(r[:2] for r in before)
+    assert [r[0] for r in in_file_order] == sorted(r[0] for r in before)
+    # Within a name, a visitor's rows are one run: the (name, visitor) pairs change exactly as
+    # often as there are distinct pairs.
+    runs = [
+        pair
+        for i, pair in enumerate(r[:2] for r in in_file_order)
+        if i == 0 or in_file_order[i - 1][:2] != pair
+    ]
+    assert len(runs) == len({r[:2] for r in before})
     metadata = pq.ParquetFile(merged).metadata
     assert metadata.num_row_groups == 6
     name_column = metadata.schema.names.index("name")
@@ -226,3 +237,27 @@ def test_merged_files_keep_every_column_with_its_type_and_the_one_value_a_column
     assert duckdb.sql(f"SELECT count(*), count(referrer) FROM read_parquet('{merged}')").fetchall() == [
         (20, 0)
     ]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["purchase", "page_view", "add_to_cart", None]),
+            st.sampled_from(["a", "b", "c", None]),
+        ),
+        max_size=60,
+    )
+)
+def test_the_cluster_key_orders_names_and_keeps_each_visitors_rows_together_in_arrival_order(rows):
+    frame = pl.DataFrame(
+        {"name": [r[0] for r in rows], "visitor_id": [r[1] for r in rows], "arrival": list(range(len(rows)))},
+        schema={"name": pl.String, "visitor_id": pl.String, "arrival": pl.Int64},
+    )
+    ordered = frame.sort(compaction._cluster_key(frame, ("name", "visitor_id")), maintain_order=True).rows()
+
+    # The reference: nulls first, then names in order; a name's visitors each in one run.
+    assert [r[0] for r in ordered] == sorted((r[0] for r in rows), key=lambda n: (n is not None, n or ""))
+    runs = [r[:2] for i, r in enumerate(ordered) if i == 0 or ordered[i - 1][:2] != r[:2]]
+    assert len(runs) == len(set(runs))
+    for pair in set(runs):
+        assert [r[2] for r in ordered if r[:2] == pair] == [i for i, r in enumerate(rows) if r == pair]
