@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import structlog
 
@@ -94,12 +95,23 @@ def _cluster_key(frame: pl.DataFrame, sort_by: tuple[str, ...]) -> pl.Series:
     return key
 
 
+def _with_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``data``'s columns cast to ``schema``'s types, and typed nulls for the columns it lacks."""
+    columns = [
+        data[field.name].cast(field.type)
+        if field.name in data.column_names
+        else pa.nulls(len(data), field.type)
+        for field in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
 def _merge(files: list[Path], version: Path, *, table: LakeTable, target_bytes: int) -> tuple[int, int]:
     """Merge ``files`` into sorted files in ``version``; returns (files, rows).
 
     polars reads the small files on all cores (a small file with less than half the CPU pyarrow's
-    datasets take), sorts the run in memory on one integer key and writes it. A column an older file
-    lacks reads as nulls of its type."""
+    datasets take) and sorts the run in memory on one integer key. A column an older file lacks
+    reads as nulls of its type."""
     schema = pl.from_arrow(table.schema.empty_table()).schema
     outputs = rows = 0
     # Small flush files shrink to about half once merged and compressed as one.
@@ -117,16 +129,13 @@ def _merge(files: list[Path], version: Path, *, table: LakeTable, target_bytes: 
         )
         if table.sort_by:
             frame = frame.sort(_cluster_key(frame, table.sort_by), maintain_order=True)
-        frame = frame.select(
-            [
-                pl.col(name) if name in filled else pl.lit(None, kind).alias(name)
-                for name, kind in schema.items()
-            ]
-        )
-        frame.write_parquet(path, compression="zstd", row_group_size=ROW_GROUP_ROWS, statistics=True)
-        rows += frame.height
+        # pyarrow writes the run with half the CPU polars' writer takes, most of it saved on the
+        # empty columns (typed nulls cost polars ~20 ms a column per million rows).
+        merged = _with_schema(frame.to_arrow(), table.schema)
+        pq.write_table(merged, path, row_group_size=ROW_GROUP_ROWS, **table.parquet_options())
+        rows += merged.num_rows
         outputs += 1
-        del frame
+        del frame, merged  # before the next run is read
     for output in version.glob("*.parquet"):
         fsync_path(output)
     return outputs, rows

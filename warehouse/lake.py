@@ -124,10 +124,16 @@ class LakeTable:
     sort_by: tuple[str, ...] = ()
 
     def parquet_options(self) -> dict:
-        """How this table's flush files are written: zstd, dictionaries for every column but the row
-        key, whose values are all distinct (a dictionary there is built, then abandoned, at a cost).
-        Compaction writes with polars, zstd too, which leaves all-distinct columns plain by itself."""
-        return {"compression": "zstd", "use_dictionary": [n for n in self.schema.names if n != self.key]}
+        """How this table's files are written, flushed or compacted: zstd, dictionaries for every
+        column but the row key, whose values are all distinct (a dictionary there is built, then
+        abandoned, at a cost)."""
+        return {
+            "compression": "zstd",
+            "use_dictionary": [n for n in self.schema.names if n != self.key],
+            # A compacted day holds ~10^5 visitors: their dictionary outgrows the default 1 MiB,
+            # and past it pyarrow falls back to plain strings (2.5x the decoded bytes).
+            "dictionary_pagesize_limit": 8 << 20,
+        }
 
     def wire_schema(self) -> pa.Schema:
         """The schema of the durable log's JSON lines: times as epoch micros, money as strings,
