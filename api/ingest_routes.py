@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -36,6 +37,7 @@ from ingest.schemas import (
 )
 from ingest.service import Ingest
 from warehouse.catalog import identity_links
+from warehouse.hotstate import HotState
 
 public = APIRouter(prefix="/public/sites/{siteKey}", tags=["public ingestion"])
 private = APIRouter(prefix="/analytics", tags=["tracking"])
@@ -123,13 +125,28 @@ async def accept_event_batch(request: Request, site_key: str) -> Response:
     )
 
 
+def _order_claim(site_id: str, order_id: str) -> str:
+    return f"order:{site_id}:{order_id}"
+
+
+def reclaim_recent_orders(hot: HotState, ingest: Ingest, window_seconds: int) -> int:
+    """Claim again, for the rest of their window, the orders received within the duplicate window
+    (on start: an in-process hot state begins empty, and a repeat must still answer 409); returns
+    how many."""
+    claimed = 0
+    for site_id, order_id, age in ingest.recent_orders(window_seconds):
+        hot.claim(_order_claim(site_id, order_id), ttl_seconds=max(1, math.ceil(window_seconds - age)))
+        claimed += 1
+    return claimed
+
+
 async def _accept_order(request: Request, raw: Any, ctx: Context, hot, settings) -> OrderResult:
     ingest = _ingest(request)
     try:
         row = ingest.order(raw, ctx)
     except Rejected as exc:
         raise BadRequest(exc.reason, code=exc.code) from exc
-    claim = f"order:{ctx.site_id}:{row['order_id']}"
+    claim = _order_claim(ctx.site_id, row["order_id"])
     if not hot.claim(claim, ttl_seconds=settings.order_duplicate_window_seconds):
         raise Conflict(
             f"Order '{row['order_id']}' was already received; it is stored once", code="DUPLICATE_ORDER"

@@ -131,10 +131,7 @@ class Flusher:
         """Load the keys of rows written to the lake within the dedupe window (on start, or before
         the first check of keys)."""
         self._stored_loaded = True
-        horizon = time.time() - self.stored.window_seconds
-        for path in self.lake.files(self.table):
-            if path.stat().st_mtime < horizon:
-                continue
+        for path in self.lake.files_written_since(self.table, time.time() - self.stored.window_seconds):
             site_id = path.parent.parent.name.removeprefix("site_id=")
             keys = pq.read_table(path, columns=[self.table.key])[self.table.key].to_pylist()
             self.stored.add_all(key_hash(site_id, k) for k in keys)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import subprocess
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import compress
@@ -11,6 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from ingest import flusher_process
 from ingest.consent import consent_row
@@ -242,6 +246,23 @@ class Ingest:
     def store_orders_sync(self, rows: list[dict[str, Any]]) -> None:
         if rows:
             self.logs[ORDERS.name].append_sync(encode(rows))
+
+    def recent_orders(
+        self, window_seconds: int, *, now: float | None = None
+    ) -> Iterator[tuple[str, str, float]]:
+        """(site id, order id, seconds since it was received) of every order stored in the lake and
+        received within the last ``window_seconds``: on start, the duplicate-order window is rebuilt
+        from these (the log was flushed before)."""
+        now = time.time() if now is None else now
+        horizon = now - window_seconds
+        for path in self.lake.files_written_since(ORDERS, horizon):
+            site_id = path.parent.parent.name.removeprefix("site_id=")
+            rows = pq.read_table(path, columns=["order_id", "received_at"])
+            micros = pc.cast(pc.cast(rows["received_at"], pa.int64()), pa.float64())
+            received = pc.divide(micros, 1e6).to_pylist()
+            for order_id, at in zip(rows["order_id"].to_pylist(), received, strict=True):
+                if at >= horizon:
+                    yield site_id, order_id, now - at
 
     def accept_orders_sync(self, raws: list[Any], ctx: Context) -> BatchResult:
         """Bulk path (imports): orders validated one by one, already stored order ids counted as duplicates."""

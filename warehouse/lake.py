@@ -211,6 +211,11 @@ class Lake:
         pattern = f"site_id={site_id}/*/*.parquet" if site_id else "*/*/*.parquet"
         return sorted(base.glob(pattern))
 
+    def files_written_since(self, table: LakeTable, since: float) -> list[Path]:
+        """The table's files written at or after ``since`` (epoch seconds): only these can hold rows
+        received since then."""
+        return [path for path in self.files(table) if path.stat().st_mtime >= since]
+
     def partitions(self, table: LakeTable) -> list[Path]:
         return sorted(p for p in self.table_dir(table).glob("*/date=*") if p.is_dir())
 

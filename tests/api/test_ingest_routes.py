@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from aisle.settings import Settings
 from api.app import create_app
 from tests.factories import make_verified_site
+from tests.servers import LiveServer
 
 ORIGIN = {"Origin": "https://shop.example.com"}
 SIGNING_KEY = "test-signing-key-" + "x" * 32
@@ -293,6 +294,26 @@ def test_an_order_is_stored_once_and_a_repeat_is_409(client, app, shop):
     app.state.ingest.flush()
     rows = query(app, "SELECT order_id, total, currency, item_count FROM orders ORDER BY order_id")
     assert rows == [("o-1", Decimal("39.980000"), "SEK", 2), ("o-2", Decimal("39.980000"), "GBP", 2)]
+
+
+def test_a_repeated_order_is_409_after_a_restart_too(server, client, settings, shop):
+    assert post_order(client, shop, order("o-before")).status_code == 201
+    server.__exit__()  # a graceful stop; the in-process duplicate window goes with the process
+
+    with LiveServer(create_app(settings)) as again, httpx.Client(base_url=f"{again.url}/api/v1") as restarted:
+        repeat = post_order(restarted, shop, order("o-before", total="99.00"))
+        assert (repeat.status_code, error_code(repeat)) == (409, "DUPLICATE_ORDER")
+        assert post_order(restarted, shop, order("o-after")).status_code == 201
+
+
+def test_the_window_is_rebuilt_only_from_orders_received_within_it(app, client, shop):
+    assert post_order(client, shop, order("o-1")).status_code == 201
+    ingest = app.state.ingest
+    ingest.flush()
+    [(site_id, order_id, age)] = list(ingest.recent_orders(3600))
+    assert (site_id, order_id) == (shop["id"], "o-1") and 0 <= age < 60
+    assert list(ingest.recent_orders(3600, now=time.time() + 3601)) == []
+    assert [o for _, o, _ in ingest.recent_orders(3600, now=time.time() + 3000)] == ["o-1"]
 
 
 def test_an_invalid_order_stores_nothing_and_does_not_claim_its_id(client, app, shop):
