@@ -220,8 +220,9 @@ async def identify(
     request: Request, caller: PublicSite, hot: HotStateDep, settings: SettingsDep, store: StoreDep,
     response: Response,
 ) -> IdentifyOut:  # fmt: skip
-    """Link the visitor to a user id. `merged` is true when this link is new, so the visitor's anonymous
-    history now counts for that user. Also stored as an `identify` event."""
+    """Link the visitor to a user id. `merged` is true when the visitor's history now counts for that
+    user: the link is new and the visitor was linked to no other user before (analytics count a
+    visitor as its first user). Also stored as an `identify` event."""
     # Read like the other ingestion bodies: the same size limit, content types (sendBeacon) and codes.
     body = IdentifyIn.model_validate(await read_json(request))
     throttle(hot, response, limit=Limit("events-visitor", settings.visitor_batches_per_minute, 60),

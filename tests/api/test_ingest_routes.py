@@ -377,12 +377,18 @@ def test_identify_merges_once(client, app, shop):
     assert (first.status_code, first.json()) == (200, {"success": True, "merged": True})
     again = client.post(url, json=body, headers=ORIGIN)
     assert again.json() == {"success": True, "merged": False}
+    # A second user on the same device merges nothing: the visitor still counts as its first user.
     other_user = client.post(url, json={**body, "userId": "u-10"}, headers=ORIGIN)
-    assert other_user.json() == {"success": True, "merged": True}
+    assert other_user.json() == {"success": True, "merged": False}
+    second_device = client.post(url, json={**body, "visitorId": "v-10"}, headers=ORIGIN)
+    assert second_device.json() == {"success": True, "merged": True}
     app.state.ingest.flush()
-    rows = query(app, "SELECT name, visitor_id, user_id, metadata FROM events ORDER BY user_id")
+    people = query(app, "SELECT visitor_id, user_id FROM visitor_users ORDER BY visitor_id")
+    assert people == [("v-10", "u-9"), ("v-9", "u-9")]
+    rows = query(app, "SELECT name, visitor_id, user_id, metadata FROM events ORDER BY user_id, visitor_id")
     assert rows == [
         ("identify", "v-9", "u-10", '{"traits":{"plan":"gold"}}'),
+        ("identify", "v-10", "u-9", '{"traits":{"plan":"gold"}}'),
         ("identify", "v-9", "u-9", '{"traits":{"plan":"gold"}}'),
         ("identify", "v-9", "u-9", '{"traits":{"plan":"gold"}}'),
     ]

@@ -10,7 +10,10 @@ from warehouse.catalog.tables import identity_links
 
 
 def link(conn: Connection, *, site_id: str, visitor_id: str, user_id: str) -> bool:
-    """Store the link; True when it is new (the visitor's history now joins the user's)."""
+    """Store the link; True when the visitor's history now joins this user's: the link is new and the
+    visitor was linked to no other user before (analytics count a visitor as its first user; a
+    later one, a shared device, is kept but merges nothing)."""
+    earlier = users_of_visitor(conn, site_id=site_id, visitor_id=visitor_id)
     try:
         with conn.begin_nested():
             conn.execute(
@@ -20,7 +23,7 @@ def link(conn: Connection, *, site_id: str, visitor_id: str, user_id: str) -> bo
             )
     except IntegrityError:
         return False
-    return True
+    return not earlier
 
 
 def users_of_visitor(conn: Connection, *, site_id: str, visitor_id: str) -> list[str]:
