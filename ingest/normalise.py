@@ -173,8 +173,12 @@ def _screen(raws: list[Any]) -> dict[int, Rejected]:
     for index, raw in enumerate(raws):
         if not isinstance(raw, dict):
             bad[index] = Rejected("EVENT_NOT_OBJECT", "each event must be a JSON object")
-        elif not isinstance(raw.get("name"), str) or raw["name"] not in CANONICAL_EVENT_NAMES:
-            bad[index] = Rejected("UNKNOWN_EVENT_NAME", f"'{raw.get('name')}' is not a canonical event name")
+        elif "name" not in raw or raw["name"] is None:
+            bad[index] = Rejected(
+                "UNKNOWN_EVENT_NAME", "each event needs a name, one of the canonical event names"
+            )
+        elif not isinstance(raw["name"], str) or raw["name"] not in CANONICAL_EVENT_NAMES:
+            bad[index] = Rejected("UNKNOWN_EVENT_NAME", f"{raw['name']!r} is not a canonical event name")
         elif check_sizes and (size := _json_size(raw)) is None:
             bad[index] = _unstorable()
         elif check_sizes and size > MAX_EVENT_BYTES:
@@ -325,6 +329,9 @@ class _BatchContext:
             product_code = str(product_code).strip() or None
         if name in PRODUCT_EVENTS and not product_code:
             raise Rejected("MISSING_PRODUCT_CODE", f"'{name}' needs metadata.productItemCode")
+        if name == "identify" and not event.user_id:
+            # The event that links a visitor to a user: without the user it links nothing.
+            raise Rejected("MISSING_USER_ID", "'identify' needs userId, the user the visitor is")
         category_path = get("categoryPath")
         if category_path is not None and not isinstance(category_path, str):
             raise Rejected("INVALID_EVENT", "metadata.categoryPath must be a string such as 'Home > Kitchen'")

@@ -135,6 +135,8 @@ def test_a_bad_batch_reports_every_event_by_index(client, app, shop):
             ev(visitorId=""),
             "page_view",
             ev(value="0.0000001"),
+            ev(name="identify"),
+            {"visitorId": "v-1", "sessionId": "s-1"},
         ],
     )
     assert response.status_code == 200, response.text
@@ -151,9 +153,13 @@ def test_a_bad_batch_reports_every_event_by_index(client, app, shop):
         (7, "INVALID_EVENT"),
         (8, "EVENT_NOT_OBJECT"),
         (9, "AMOUNT_TOO_PRECISE"),
+        (10, "MISSING_USER_ID"),
+        (11, "UNKNOWN_EVENT_NAME"),
     ]
     assert body["rejected"][0]["reason"] == "'teleport' is not a canonical event name"
     assert body["rejected"][1]["reason"] == "'add_to_cart' needs metadata.productItemCode"
+    assert body["rejected"][10]["reason"] == "'identify' needs userId, the user the visitor is"
+    assert body["rejected"][11]["reason"] == "each event needs a name, one of the canonical event names"
     assert all(r["reason"] for r in body["rejected"])
     app.state.ingest.flush()
     assert query(app, "SELECT count(*) FROM events")[0][0] == 0

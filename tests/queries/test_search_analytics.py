@@ -40,7 +40,7 @@ def searches(ingest) -> None:
         "bob": [
             step("11:00:00", "search_query", "s2", query="red mug"),
             step("11:00:01", "search_results", "s2", query="Red Mug", resultCount=5),
-            step("11:00:02", "identify", "s2"),
+            {**step("11:00:02", "identify", "s2"), "userId": "bob@example.com"},
             step("11:00:03", "product_view", "s2", productItemCode="P1"),
             step("11:01:00", "product_click", "s2", productItemCode="P2", query="blue mug"),
             step("11:02:00", "search_results", "s2", q="xyz", resultCount=0),
