@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import orjson
@@ -12,24 +13,51 @@ from ingest.schemas import MAX_BODY_BYTES
 
 # navigator.sendBeacon posts strings as text/plain; the JSON inside is the same.
 JSON_TYPES = ("application/json", "text/plain")
+# Storefront libraries (PostHog's, Segment's) may gzip their batches.
+CONTENT_ENCODINGS = ("identity", "gzip")
+
+
+def _too_large() -> PayloadTooLarge:
+    return PayloadTooLarge(f"Bodies are limited to {MAX_BODY_BYTES} bytes", code="BODY_TOO_LARGE")
+
+
+def _gunzip(body: bytes) -> bytes:
+    """A gzip body, inflated; the size limit holds for what it inflates to (no zip bombs)."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        inflated = inflater.decompress(body, MAX_BODY_BYTES + 1)
+    except zlib.error as exc:
+        raise BadRequest(f"Body is not valid gzip: {exc}", code="MALFORMED_BODY") from exc
+    if len(inflated) > MAX_BODY_BYTES or inflater.unconsumed_tail:
+        raise _too_large()
+    if not inflater.eof:
+        raise BadRequest("Body is not valid gzip: it ends early", code="MALFORMED_BODY")
+    return inflated
 
 
 async def read_body(request: Request) -> bytes:
-    """The raw body, once its content type and size are acceptable."""
+    """The raw body (inflated when sent with Content-Encoding: gzip), once its content type and
+    size are acceptable."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type not in JSON_TYPES:
         raise BadRequest(
             "Send the body as JSON with Content-Type: application/json", code="UNSUPPORTED_CONTENT_TYPE"
         )
+    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in CONTENT_ENCODINGS:
+        raise BadRequest(
+            f"Content-Encoding {encoding!r} is not supported; send the body as is or with gzip",
+            code="UNSUPPORTED_CONTENT_ENCODING",
+        )
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise PayloadTooLarge(f"Bodies are limited to {MAX_BODY_BYTES} bytes", code="BODY_TOO_LARGE")
+        raise _too_large()
     body = b""
     async for chunk in request.stream():
         body += chunk
         if len(body) > MAX_BODY_BYTES:
-            raise PayloadTooLarge(f"Bodies are limited to {MAX_BODY_BYTES} bytes", code="BODY_TOO_LARGE")
-    return body
+            raise _too_large()
+    return _gunzip(body) if encoding == "gzip" else body
 
 
 def parse_json(body: bytes) -> Any:

@@ -44,7 +44,8 @@ private = APIRouter(prefix="/analytics", tags=["tracking"])
 
 LIMITS_NOTE = (
     f" Limits: {MAX_BATCH_EVENTS} events per batch, {MAX_EVENT_BYTES // 1024} KiB per event, "
-    f"{MAX_BODY_BYTES // (1024 * 1024)} MiB per body, ids up to 128 characters, URLs up to 2048."
+    f"{MAX_BODY_BYTES // (1024 * 1024)} MiB per body (once inflated: a body may be sent with "
+    "`Content-Encoding: gzip`), ids up to 128 characters, URLs up to 2048."
 )
 
 

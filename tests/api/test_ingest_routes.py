@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
@@ -283,6 +285,34 @@ def test_bodies_over_two_mib_are_413(client, shop):
     just_under = b'{"events": [], "pad": "' + b"x" * (2 * MIB - 40) + b'"}'
     fits = client.post(url, content=just_under, headers={**ORIGIN, "Content-Type": "application/json"})
     assert fits.json() == {"accepted": 0, "rejected": [], "duplicates": 0}
+
+
+def test_a_gzip_body_is_inflated_and_the_size_limit_holds_for_what_it_inflates_to(client, app, shop):
+    url = f"/public/sites/{shop['siteKey']}/events/batch"
+    gzipped = {**ORIGIN, "Content-Type": "application/json", "Content-Encoding": "gzip"}
+    batch = orjson.dumps({"events": [ev("g1"), ev("g2")]})
+    stored = client.post(url, content=gzip.compress(batch), headers=gzipped)
+    assert stored.json() == {"accepted": 2, "rejected": [], "duplicates": 0}
+    order_stored = client.post(
+        f"/public/sites/{shop['siteKey']}/orders",
+        content=gzip.compress(orjson.dumps(order("o-gz"))),
+        headers=gzipped,
+    )
+    assert order_stored.status_code == 201, order_stored.text
+
+    # 2 MiB and a bit of one letter: a few KiB gzipped, refused as what it would become.
+    bomb = gzip.compress(b'{"events": [], "pad": "' + b"x" * (2 * MIB) + b'"}')
+    assert len(bomb) < 16 * 1024
+    too_big = client.post(url, content=bomb, headers=gzipped)
+    assert (too_big.status_code, error_code(too_big)) == (413, "BODY_TOO_LARGE")
+    not_gzip = client.post(url, content=batch, headers=gzipped)
+    assert (not_gzip.status_code, error_code(not_gzip)) == (400, "MALFORMED_BODY")
+    cut_short = client.post(url, content=gzip.compress(batch)[:-12], headers=gzipped)
+    assert (cut_short.status_code, error_code(cut_short)) == (400, "MALFORMED_BODY")
+    brotli = client.post(url, content=batch, headers={**gzipped, "Content-Encoding": "br"})
+    assert (brotli.status_code, error_code(brotli)) == (400, "UNSUPPORTED_CONTENT_ENCODING")
+    app.state.ingest.flush()
+    assert query(app, "SELECT event_id FROM events ORDER BY event_id") == [("g1",), ("g2",)]
 
 
 # --- orders ------------------------------------------------------------------------------------------
