@@ -386,6 +386,9 @@ def _validated(model, raw: Any, *, what: str, kind: str):
 
 def order_row(raw: Any, ctx: Context) -> dict[str, Any]:
     order = _validated(OrderIn, raw, what="the order", kind="ORDER")
+    if order.total is not None and order.total < 0 and not order.is_refund:
+        # Stored as a sale it would quietly take revenue away.
+        raise Rejected("INVALID_ORDER", "total is negative: a refund or cancellation needs isRefund true")
     moment = event_time(order.timestamp, ctx)
     items = [
         {

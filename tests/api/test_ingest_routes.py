@@ -360,9 +360,17 @@ def test_an_invalid_order_stores_nothing_and_does_not_claim_its_id(client, app, 
     too_precise = post_order(client, shop, order(total="1.0000001"))
     assert (too_precise.status_code, error_code(too_precise)) == (400, "AMOUNT_TOO_PRECISE")
     assert post_order(client, shop, ["not", "an", "order"]).status_code == 400
+    negative = post_order(client, shop, order(total="-39.98"))
+    assert (negative.status_code, error_code(negative)) == (400, "INVALID_ORDER")
+    assert "isRefund" in negative.json()["error"]["message"]
     assert post_order(client, shop, order()).status_code == 201
+    refund = post_order(client, shop, order("o-1-r", total="-39.98", isRefund=True, refundOf="o-1"))
+    assert refund.status_code == 201, refund.text
     app.state.ingest.flush()
-    assert query(app, "SELECT count(*) FROM orders")[0][0] == 1
+    assert query(app, "SELECT order_id, is_refund FROM orders ORDER BY order_id") == [
+        ("o-1", False),
+        ("o-1-r", True),
+    ]
 
 
 def assert_throttled(response: httpx.Response, limit: int) -> None:
