@@ -2,7 +2,7 @@
 SELECT currency,
     sum(total) FILTER (WHERE NOT is_refund) AS revenue,
     count(*) FILTER (WHERE NOT is_refund) AS orders,
-    coalesce(-sum(total) FILTER (WHERE is_refund), 0) AS refunded
+    coalesce(sum(abs(total)) FILTER (WHERE is_refund), 0) AS refunded
 FROM orders
 WHERE list_contains($site_ids, site_id) AND date BETWEEN $start_date AND $end_date
 GROUP BY currency

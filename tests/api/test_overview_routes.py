@@ -107,3 +107,17 @@ def test_overview_routes_need_analytics_view(client, store, owner):
         assert viewer.get(path).status_code == 403
         assert client.get(path).status_code == 401
     assert owner.get("/analytics/overview", params={"days": 0}).status_code == 400
+
+
+def test_a_refund_counts_as_refunded_whichever_sign_the_shop_sends(app, owner):
+    site = owner.make_site()
+    for order_id, total, refund in [("o1", "30.00", False), ("r1", "-10.00", True), ("r2", "5.00", True)]:
+        order = {"siteId": site["id"], "orderId": order_id, "visitorId": "v", "sessionId": "s", "currency": "EUR",
+                 "total": total, "isRefund": refund, "timestamp": iso(timedelta(hours=1)),
+                 "items": [{"productItemCode": "P", "quantity": 1, "price": "30.00"}]}  # fmt: skip
+        assert owner.post("/analytics/track/order", json=order).status_code == 201
+    app.state.ingest.flush()
+    body = owner.get("/analytics/overview", params={"days": 7, "siteId": site["id"]}).json()
+    assert body["revenueByCurrency"] == [
+        {"currency": "EUR", "revenue": "30", "orders": 1, "avgOrderValue": "30", "refunded": "15"}
+    ]
