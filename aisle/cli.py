@@ -88,7 +88,10 @@ def demo(data_dir: DataDir = None) -> None:
 @app.command("import")
 def import_(
     file: Annotated[
-        Path, typer.Argument(help="CSV, JSON lines or Parquet file (.gz accepted for text).", exists=True)
+        Path,
+        typer.Argument(
+            help="CSV, JSON lines or Parquet file (.gz accepted for text).", exists=True, dir_okay=False
+        ),
     ],
     site: Annotated[str, typer.Option("--site", help="Site id (uuid) the rows belong to.")],
     kind: Annotated[
@@ -138,6 +141,11 @@ def import_(
             )
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    except (OSError, EOFError) as exc:
+        # A file that cannot be read to its end (not gzip, cut short, unreadable): the rows read
+        # before are stored, and a run on the repaired file stores them once (ids are checked).
+        typer.echo(f"error: cannot read {file.name} to its end: {exc}", err=True)
         raise typer.Exit(2) from exc
     finally:
         ingest.stop()

@@ -28,6 +28,7 @@ from ingest.schemas import BatchResult
 from ingest.service import Ingest
 
 BATCH_ROWS = 2000
+EXAMPLES_PER_REASON = 5
 FORMATS = ("csv", "jsonl", "parquet")
 JSON_COLUMNS = ("metadata", "consent", "items")
 
@@ -39,7 +40,9 @@ class ImportSummary:
     accepted: int = 0
     duplicates: int = 0
     rejected: Counter = field(default_factory=Counter)
-    examples: dict[str, str] = field(default_factory=dict)
+    # The first rows rejected for each reason, with their line numbers (all would flood a terminal:
+    # a real file may reject thousands of rows for one reason).
+    examples: dict[str, list[str]] = field(default_factory=dict)
 
     def add(self, result: BatchResult, line_numbers: list[int]) -> None:
         self.accepted += result.accepted - result.duplicates
@@ -49,7 +52,9 @@ class ImportSummary:
 
     def reject(self, code: str, example: str) -> None:
         self.rejected[code] += 1
-        self.examples.setdefault(code, example)
+        shown = self.examples.setdefault(code, [])
+        if len(shown) < EXAMPLES_PER_REASON:
+            shown.append(example)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -203,7 +208,7 @@ def import_file(
     else:
         first = next(rows, None)
         if first is None:
-            return ImportSummary(kind=kind if kind != "auto" else "events")
+            raise ValueError(f"{path.name} holds no rows (an empty file, or a header alone)")
         if kind == "auto":
             kind = "orders" if isinstance(first[1], dict) and "orderId" in first[1] else "events"
 
@@ -242,4 +247,6 @@ def import_file(
             send()
     send()
     ingest.flush()
+    if not summary.rows_read:
+        raise ValueError(f"{path.name} holds no rows (an empty file, or a header alone)")
     return summary

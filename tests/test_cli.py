@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -14,11 +15,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
+from aisle.cli import app
+from aisle.settings import Settings
 from api.auth.passwords import verify_password
 from tests.servers import free_port, wait_for_port
 from warehouse.catalog import organizations, sites, users
-from warehouse.catalog.store import create_store_engine
+from warehouse.catalog.store import create_store_engine, migrate
 
 PASSWORD = "cli password 123"
 
@@ -314,3 +318,35 @@ def test_serve_with_the_config_store_on_postgresql(tmp_path, postgres_url):
     # Neither process fell back to SQLite.
     assert not (data_dir / "aisle.db").exists()
     assert not (tmp_path / "cli-data" / "aisle.db").exists()
+
+
+def test_import_refuses_unreadable_files_with_a_message_not_a_traceback(tmp_path):
+    data_dir = tmp_path / "data"
+    settings = Settings(data_dir=data_dir)
+    settings.prepare_data_dir()
+    store = create_store_engine(settings.resolved_database_url)
+    migrate(store)
+    with store.begin() as conn:
+        org = organizations.create(conn, name="Acme")
+        site = sites.create(conn, organization_id=org["id"], name="Shop", domain="shop.example", currency="EUR",
+                            timezone="UTC", tracking_config={})  # fmt: skip
+    store.dispose()
+    good = b'{"name": "scroll", "eventId": "e1", "visitorId": "v", "sessionId": "s"}\n' * 3
+    (tmp_path / "not-gzip.jsonl.gz").write_bytes(good)
+    (tmp_path / "cut.jsonl.gz").write_bytes(gzip.compress(good)[:-10])
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "folder.jsonl").mkdir()
+
+    def run(name: str):
+        return CliRunner().invoke(
+            app, ["import", "--site", site["id"], str(tmp_path / name), "--data-dir", str(data_dir)]
+        )
+
+    for name, says in [("not-gzip.jsonl.gz", "cannot read not-gzip.jsonl.gz to its end"),
+                       ("cut.jsonl.gz", "cannot read cut.jsonl.gz to its end"),
+                       ("empty.jsonl", "empty.jsonl holds no rows")]:  # fmt: skip
+        result = run(name)
+        assert result.exit_code == 2, (name, result.output)
+        assert says in result.output and "Traceback" not in result.output, result.output
+    folder = run("folder.jsonl")
+    assert folder.exit_code == 2 and "is a directory" in folder.output

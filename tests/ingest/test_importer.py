@@ -52,8 +52,8 @@ def test_csv_events_are_validated_row_by_row(ingest, tmp_path):
         "kind": "events", "rowsRead": 4, "accepted": 2, "duplicates": 0,
         "rejected": {"MISSING_PRODUCT_CODE": 1, "UNKNOWN_EVENT_NAME": 1}, "rejectedTotal": 2,
         "examples": {
-            "MISSING_PRODUCT_CODE": "line 4: 'product_view' needs metadata.productItemCode",
-            "UNKNOWN_EVENT_NAME": "line 5: 'teleport' is not a canonical event name",
+            "MISSING_PRODUCT_CODE": ["line 4: 'product_view' needs metadata.productItemCode"],
+            "UNKNOWN_EVENT_NAME": ["line 5: 'teleport' is not a canonical event name"],
         },
     }  # fmt: skip
     rows = lake_rows(ingest, "events", "SELECT event_id, product_item_code, date::VARCHAR FROM t ORDER BY 1")
@@ -99,6 +99,26 @@ def test_parquet_events(ingest, tmp_path):
         path,
     )
     assert import_file(ingest, site=SITE, path=path).accepted == 2
+
+
+def test_the_summary_names_the_first_five_rejected_lines_of_each_reason(ingest, tmp_path):
+    path = tmp_path / "events.jsonl"
+    lines = [{"name": "teleport", "eventId": f"t{i}", "visitorId": "v", "sessionId": "s"} for i in range(7)]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n[1]\n")
+    summary = import_file(ingest, site=SITE, path=path).as_dict()
+    assert summary["rejected"] == {"UNKNOWN_EVENT_NAME": 7, "EVENT_NOT_OBJECT": 1}
+    assert summary["examples"] == {
+        "UNKNOWN_EVENT_NAME": [f"line {n}: 'teleport' is not a canonical event name" for n in range(1, 6)],
+        "EVENT_NOT_OBJECT": ["line 8: each event must be a JSON object"],
+    }
+
+
+@pytest.mark.parametrize("content", ["", "name,eventId,visitorId,sessionId\n"])
+def test_a_file_without_rows_is_an_error_not_an_empty_success(ingest, tmp_path, content):
+    path = tmp_path / "events.csv"
+    path.write_text(content)
+    with pytest.raises(ValueError, match="holds no rows"):
+        import_file(ingest, site=SITE, path=path)
 
 
 def test_unknown_format_is_refused(ingest, tmp_path):
