@@ -159,6 +159,16 @@ def online_retail_orders(rows: Iterator[tuple[int, dict]]) -> Iterator[tuple[int
             )
             continue
         customer = _customer(lines[0][1].get("CustomerID", ""))
+        if not refund and customer is None and not any(prices):
+            # Lines of nothing for nobody ("found", "check", no description): stock counted back in.
+            yield (
+                first,
+                (
+                    "STOCK_ADJUSTMENT",
+                    f"invoice {invoice} is of zero value for no customer: stock, not a sale",
+                ),
+            )
+            continue
         total = sum((q * p for q, p in zip(quantities, prices, strict=True)), Decimal(0))
         yield (
             first,
