@@ -9,6 +9,7 @@ import itertools
 import uuid
 from collections import defaultdict
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 
 from ingest.importer import import_file
@@ -68,3 +69,11 @@ def imported_retail_invoices(ingest: Ingest) -> tuple[str, dict[str, list[dict]]
     for line in csv.DictReader(io.StringIO(RETAIL_HEAD.read_text())):
         invoices[line["InvoiceNo"].strip()].append(line)
     return site_id, invoices
+
+
+def is_retail_sale(invoice: str, lines: list[dict]) -> bool:
+    """A plain reading of the preset's rules: a sale is an invoice that is neither a cancellation `C…`
+    nor an adjustment `A…`, has no negative line, and is not of zero value for no customer (stock)."""
+    if invoice.startswith(("A", "C")) or any(int(line["Quantity"]) < 0 for line in lines):
+        return False
+    return bool(lines[0]["CustomerID"]) or any(Decimal(line["UnitPrice"]) != 0 for line in lines)
