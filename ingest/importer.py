@@ -39,6 +39,8 @@ class ImportSummary:
     rows_read: int = 0
     accepted: int = 0
     duplicates: int = 0
+    # Of the orders stored: how many are sales and how many refunds or cancellations.
+    refunds: int = 0
     rejected: Counter = field(default_factory=Counter)
     # The first rows rejected for each reason, with their line numbers (all would flood a terminal:
     # a real file may reject thousands of rows for one reason).
@@ -57,10 +59,14 @@ class ImportSummary:
             shown.append(example)
 
     def as_dict(self) -> dict[str, Any]:
+        stored = (
+            {"sales": self.accepted - self.refunds, "refunds": self.refunds} if self.kind == "orders" else {}
+        )
         return {
             "kind": self.kind,
             "rowsRead": self.rows_read,
             "accepted": self.accepted,
+            **stored,
             "duplicates": self.duplicates,
             "rejected": dict(self.rejected),
             "rejectedTotal": sum(self.rejected.values()),
@@ -232,9 +238,16 @@ def import_file(
         site_id=site["id"], site_currency=site["currency"], received_at=datetime.now(UTC), channel="import",
         historical=True,
     )  # fmt: skip
-    accept = ingest.accept_orders_sync if kind == "orders" else ingest.accept_events_sync
     batch: list[Any] = []
     numbers: list[int] = []
+
+    def accept(items: list[Any], ctx: Context) -> BatchResult:
+        if kind != "orders":
+            return ingest.accept_events_sync(items, ctx)
+        stored: list[dict[str, Any]] = []
+        result = ingest.accept_orders_sync(items, ctx, stored=stored)
+        summary.refunds += sum(1 for row in stored if row["is_refund"])
+        return result
 
     def send() -> None:
         if batch:

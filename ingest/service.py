@@ -264,8 +264,13 @@ class Ingest:
                 if at >= horizon:
                     yield site_id, order_id, now - at
 
-    def accept_orders_sync(self, raws: list[Any], ctx: Context) -> BatchResult:
-        """Bulk path (imports): orders validated one by one, already stored order ids counted as duplicates."""
+    def accept_orders_sync(
+        self, raws: list[Any], ctx: Context, *, stored: list[dict[str, Any]] | None = None
+    ) -> BatchResult:
+        """Bulk path (imports): orders validated one by one, already stored order ids counted as
+        duplicates; ``stored``, when given, receives the rows this call stored."""
         rows, rejected, duplicates = self._prepare(ORDERS, raws, ctx, order_rows)
         self.store_orders_sync(rows)
+        if stored is not None:
+            stored.extend(rows)
         return BatchResult(accepted=len(rows) + duplicates, rejected=rejected, duplicates=duplicates)

@@ -147,8 +147,11 @@ def test_online_retail_one_order_per_invoice_with_refunds_kept_apart(ingest, tmp
     ])  # fmt: skip
     summary = import_file(ingest, site=SITE, path=path, preset="online-retail")
     assert (summary.rows_read, summary.accepted) == (6, 3)
+    assert (summary.as_dict()["sales"], summary.as_dict()["refunds"]) == (2, 1)
     # Zero value for no customer is stock counted back in; for a customer, a gift: an order of 0.
     assert summary.rejected == {"STOCK_ADJUSTMENT": 2, "NOT_AN_ORDER": 1}
+    again = import_file(ingest, site=SITE, path=path, preset="online-retail").as_dict()
+    assert (again["accepted"], again["sales"], again["refunds"], again["duplicates"]) == (0, 0, 0, 3)
     rows = lake_rows(
         ingest, "orders",
         "SELECT order_id, is_refund, total, currency, visitor_id, user_id, item_count, ts::VARCHAR FROM t ORDER BY 1",
