@@ -583,6 +583,8 @@ def valid_events(draw) -> tuple[dict, Context, set[str]]:
     for field in ("journeyId", "userId", "entityId"):
         if draw(st.booleans()):
             raw[field] = draw(IDS)
+    if name == "identify":  # it links the visitor to a user: valid only with one
+        raw.setdefault("userId", draw(IDS))
     if draw(st.booleans()):
         raw["value"] = str(
             draw(st.decimals(min_value=-(10**16), max_value=10**16, places=draw(st.integers(0, 6))))
