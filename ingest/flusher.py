@@ -132,7 +132,7 @@ class Flusher:
         the first check of keys)."""
         self._stored_loaded = True
         for path in self.lake.files_written_since(self.table, time.time() - self.stored.window_seconds):
-            site_id = path.parent.parent.name.removeprefix("site_id=")
+            site_id = self.lake.site_of(path)
             keys = pq.read_table(path, columns=[self.table.key])[self.table.key].to_pylist()
             self.stored.add_all(key_hash(site_id, k) for k in keys)
 

@@ -11,6 +11,7 @@ import contextlib
 import csv
 import gzip
 import io
+import itertools
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -223,16 +224,9 @@ def import_file(
         kind = "orders"
     else:
         first = next(rows, None)
-        if first is None:
-            raise ValueError(f"{path.name} holds no rows (an empty file, or a header alone)")
         if kind == "auto":
-            kind = "orders" if isinstance(first[1], dict) and "orderId" in first[1] else "events"
-
-        def chained() -> Iterator[tuple[int, Any]]:
-            yield first
-            yield from rows
-
-        items = chained()
+            kind = "orders" if first and isinstance(first[1], dict) and "orderId" in first[1] else "events"
+        items = itertools.chain([first] if first else [], rows)
     summary = ImportSummary(kind=kind)
     ctx = Context(
         site_id=site["id"], site_currency=site["currency"], received_at=datetime.now(UTC), channel="import",

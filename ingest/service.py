@@ -256,7 +256,7 @@ class Ingest:
         now = time.time() if now is None else now
         horizon = now - window_seconds
         for path in self.lake.files_written_since(ORDERS, horizon):
-            site_id = path.parent.parent.name.removeprefix("site_id=")
+            site_id = self.lake.site_of(path)
             rows = pq.read_table(path, columns=["order_id", "received_at"])
             micros = pc.cast(pc.cast(rows["received_at"], pa.int64()), pa.float64())
             received = pc.divide(micros, 1e6).to_pylist()

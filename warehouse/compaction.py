@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-import pyarrow as pa
 import pyarrow.parquet as pq
 import structlog
 
@@ -95,17 +94,6 @@ def _cluster_key(frame: pl.DataFrame, sort_by: tuple[str, ...]) -> pl.Series:
     return key
 
 
-def _with_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``data``'s columns cast to ``schema``'s types, and typed nulls for the columns it lacks."""
-    columns = [
-        data[field.name].cast(field.type)
-        if field.name in data.column_names
-        else pa.nulls(len(data), field.type)
-        for field in schema
-    ]
-    return pa.Table.from_arrays(columns, schema=schema)
-
-
 def _merge(files: list[Path], version: Path, *, table: LakeTable, target_bytes: int) -> tuple[int, int]:
     """Merge ``files`` into sorted files in ``version``; returns (files, rows).
 
@@ -131,7 +119,7 @@ def _merge(files: list[Path], version: Path, *, table: LakeTable, target_bytes: 
             frame = frame.sort(_cluster_key(frame, table.sort_by), maintain_order=True)
         # pyarrow writes the run with half the CPU polars' writer takes, most of it saved on the
         # empty columns (typed nulls cost polars ~20 ms a column per million rows).
-        merged = _with_schema(frame.to_arrow(), table.schema)
+        merged = table.conform(frame.to_arrow())
         pq.write_table(merged, path, row_group_size=ROW_GROUP_ROWS, **table.parquet_options())
         rows += merged.num_rows
         outputs += 1

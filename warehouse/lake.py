@@ -153,8 +153,15 @@ class LakeTable:
         fields = [(f.name, wire(f.type)) for f in self.schema]
         return pa.schema(fields + [(c, pa.string()) for c in PARTITION_COLUMNS])
 
-    def from_wire(self, table: pa.Table) -> pa.Table:
-        columns = [table.column(f.name).cast(f.type) for f in self.schema]
+    def conform(self, data: pa.Table) -> pa.Table:
+        """``data`` in this table's schema: its columns cast to their types (wire rows from the log,
+        a merged run from polars), typed nulls for the columns it lacks; other columns left out."""
+        columns = [
+            data[field.name].cast(field.type)
+            if field.name in data.column_names
+            else pa.nulls(len(data), field.type)
+            for field in self.schema
+        ]
         return pa.Table.from_arrays(columns, schema=self.schema)
 
 
@@ -210,6 +217,11 @@ class Lake:
         base = self.table_dir(table)
         pattern = f"site_id={site_id}/*/*.parquet" if site_id else "*/*/*.parquet"
         return sorted(base.glob(pattern))
+
+    @staticmethod
+    def site_of(path: Path) -> str:
+        """The site id of one of the lake's files (``<table>/site_id=<uuid>/date=…/<file>``)."""
+        return path.parent.parent.name.removeprefix("site_id=")
 
     def files_written_since(self, table: LakeTable, since: float) -> list[Path]:
         """The table's files written at or after ``since`` (epoch seconds): only these can hold rows
@@ -279,7 +291,7 @@ class Lake:
                 mask = pc.and_(pc.equal(wire["site_id"], site_id), pc.equal(wire["date"], date))
                 parts.append((site_id, date, wire.filter(mask)))
         return [
-            self.write_file(table, table.from_wire(part), site_id=site_id, date=date, name=name)
+            self.write_file(table, table.conform(part), site_id=site_id, date=date, name=name)
             for site_id, date, part in parts
         ]
 
