@@ -77,6 +77,31 @@ def serve(
 
 
 @app.command()
+def flush(data_dir: DataDir = None) -> None:
+    """Move the Redis log to the lake and compact it (AISLE_DURABLE_LOG=redis with AISLE_REDIS_URL):
+    one per data directory, beside any number of `aisle serve`. Stops on SIGTERM or Ctrl-C, after a
+    last flush."""
+    import signal
+    import threading
+
+    from ingest.service import DataDirBusy
+    from ingest.stream_log import LogNotDurable
+    from jobs.lake_writer import NotARedisLog, run
+    from warehouse.catalog.store import create_store_engine, migrate
+
+    settings = _settings(data_dir)
+    migrate(create_store_engine(settings.resolved_database_url))
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        run(settings, stop)
+    except (NotARedisLog, LogNotDurable, DataDirBusy) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+
+
+@app.command()
 def demo(data_dir: DataDir = None) -> None:
     """Create (or refresh) the demo organisation, its verified site and its login; prints them as JSON."""
     from aisle.demo import load_demo
@@ -129,7 +154,12 @@ def import_(
     settings, store = _store(data_dir)
     record = _site(store, site)
     try:
-        ingest = Ingest(data_dir=settings.data_dir)
+        # On a Redis log the rows go where the servers' go; the import flushes them itself at the end.
+        ingest = Ingest(
+            data_dir=settings.data_dir,
+            stream_url=settings.stream_url,
+            flush_in_background=settings.stream_url is None,
+        )
     except DataDirBusy as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
@@ -139,6 +169,8 @@ def import_(
             summary = import_file(
                 ingest, site=record, path=file, kind=kind, fmt=format, preset=preset, progress=bar.update
             )
+        if settings.stream_url is not None:
+            ingest.flush()
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc

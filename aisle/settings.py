@@ -5,8 +5,9 @@ from __future__ import annotations
 import secrets
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -45,6 +46,12 @@ class Settings(BaseSettings):
     order_duplicate_window_seconds: int = Field(
         default=24 * 3600, description="A repeated orderId answers 409."
     )
+    durable_log: Literal["file", "redis"] = Field(
+        default="file",
+        description="Where accepted rows are logged until they reach the lake: `file`, segment files in the "
+        "data directory (one `aisle serve` per data directory), or `redis`, a Redis Stream per table at "
+        "AISLE_REDIS_URL (any number of `aisle serve` sharing the data directory, and one `aisle flush`).",
+    )
     flush_interval_seconds: float = Field(default=1.0, description="How often accepted rows reach the lake.")
     events_flusher_process: bool = Field(
         default=True,
@@ -73,6 +80,17 @@ class Settings(BaseSettings):
     verification_timeout_seconds: float = 5.0
 
     log_json: bool = True
+
+    @model_validator(mode="after")
+    def _redis_log_needs_redis(self) -> Settings:
+        if self.durable_log == "redis" and not self.redis_url:
+            raise ValueError("AISLE_DURABLE_LOG=redis needs AISLE_REDIS_URL")
+        return self
+
+    @property
+    def stream_url(self) -> str | None:
+        """Redis for the durable log, when it is there."""
+        return self.redis_url if self.durable_log == "redis" else None
 
     @cached_property
     def resolved_database_url(self) -> str:

@@ -66,6 +66,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         data_dir=settings.data_dir,
         flush_interval_seconds=settings.flush_interval_seconds,
         events_flusher_process=settings.events_flusher_process,
+        stream_url=settings.stream_url,
+        # On a Redis log the servers only accept; `aisle flush` moves the log to the lake and compacts.
+        flush_in_background=settings.stream_url is None,
     )
     engine = Engine(ingest.lake)
 
@@ -75,12 +78,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         reclaim_recent_orders(app.state.hot, ingest, settings.order_duplicate_window_seconds)
         if app.state.batch_workers is not None:
             await app.state.batch_workers.start()
-        scheduler = start_scheduler(
-            ingest=ingest,
-            compaction_interval_seconds=settings.compaction_interval_seconds,
-            engine=engine,
-            timezones=lambda: _site_timezones(store),
-        )
+        scheduler = None
+        if ingest.flush_in_background:
+            scheduler = start_scheduler(
+                ingest=ingest,
+                compaction_interval_seconds=settings.compaction_interval_seconds,
+                engine=engine,
+                timezones=lambda: _site_timezones(store),
+            )
         app.state.scheduler = scheduler
         tune_for_serving()
         try:
@@ -88,7 +93,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             if app.state.batch_workers is not None:
                 await app.state.batch_workers.stop()
-            scheduler.shutdown(wait=True)
+            if scheduler is not None:
+                scheduler.shutdown(wait=True)
             ingest.stop()
             engine.close()
             store.dispose()

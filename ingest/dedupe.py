@@ -5,13 +5,18 @@ all, so a lookup costs one set probe however many buckets there are; a bucket is
 it added, which costs less to grow than a second set on the busiest route and is only read when it
 expires. (A key released and claimed again is listed in both buckets and so forgotten when the first
 one expires: early by the seconds between the failed attempt and the retry.)
+
+``RedisRecentKeys`` keeps the same window in Redis, for API processes that share one lake.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Iterable
+
+import redis
 
 WINDOW_SECONDS = 24 * 3600
 BUCKET_SECONDS = 3600
@@ -24,6 +29,8 @@ def key_hash(site_id: str, key: str) -> int:
 
 
 class RecentKeys:
+    """The window in this process's memory: one server's claims, or a flusher's record of the lake."""
+
     def __init__(self, *, window_seconds: int = WINDOW_SECONDS, clock=time.time) -> None:
         self.window_seconds = window_seconds
         self._clock = clock
@@ -40,6 +47,10 @@ class RecentKeys:
         now = self._clock()
         self._expire(now)
         return self._buckets.setdefault(int((at if at is not None else now) // BUCKET_SECONDS), [])
+
+    @staticmethod
+    def keys_of(site_id: str, keys: Iterable[str]) -> list[int]:
+        return [key_hash(site_id, key) for key in keys]
 
     def __contains__(self, hashed: int) -> bool:
         return hashed in self._all
@@ -91,3 +102,77 @@ class RecentKeys:
 
     def __len__(self) -> int:
         return len(self._all)
+
+
+class SharedKeysUnavailable(OSError):
+    """Redis did not answer a claim: nothing was stored, the client retries."""
+
+
+# A claim per key: SET NX with the window as its expiry. A key repeated within one call is set by
+# its first occurrence, so the later ones answer 0, as a re-send would.
+_CLAIM_SCRIPT = """
+local fresh = {}
+for i, key in ipairs(KEYS) do
+  fresh[i] = redis.call('SET', key, '1', 'NX', 'EX', ARGV[1]) and 1 or 0
+end
+return fresh
+"""
+
+_FILTER_SCRIPT = """
+local fresh, seen = {}, {}
+for i, key in ipairs(KEYS) do
+  fresh[i] = (seen[key] or redis.call('EXISTS', key) == 1) and 0 or 1
+  seen[key] = true
+end
+return fresh
+"""
+
+
+class RedisRecentKeys:
+    """The same window shared by every API process of a scaled-out install: one Redis key per stored
+    key, expiring with the window, named by a 128-bit digest of (site, key) so every process names it
+    alike (Python's own string hash differs between processes)."""
+
+    def __init__(self, client: redis.Redis, table: str, *, window_seconds: int = WINDOW_SECONDS) -> None:
+        self.window_seconds = window_seconds
+        self._client = client
+        self._prefix = f"aisle:seen:{table}:".encode()
+        self._claim = client.register_script(_CLAIM_SCRIPT)
+        self._filter = client.register_script(_FILTER_SCRIPT)
+
+    def keys_of(self, site_id: str, keys: Iterable[str]) -> list[bytes]:
+        site = site_id.encode() + b"\0"
+        return [self._prefix + hashlib.blake2b(site + key.encode(), digest_size=16).digest() for key in keys]
+
+    def _run(self, call, *args, **kwargs):
+        try:
+            return call(*args, **kwargs)
+        except redis.RedisError as exc:
+            raise SharedKeysUnavailable(f"Redis did not answer for recent keys: {exc}") from exc
+
+    def claim(self, keys: list[bytes]) -> list[bool]:
+        if not keys:
+            return []
+        return [bool(flag) for flag in self._run(self._claim, keys=keys, args=[self.window_seconds])]
+
+    def filter_new(self, keys: list[bytes]) -> list[bool]:
+        if not keys:
+            return []
+        return [bool(flag) for flag in self._run(self._filter, keys=keys)]
+
+    def add_all(self, keys: Iterable[bytes], *, at: float | None = None) -> None:
+        ttl = self.window_seconds - int(time.time() - at) if at is not None else self.window_seconds
+        if ttl <= 0:
+            return
+        pipe = self._client.pipeline(transaction=False)
+        for key in keys:
+            pipe.set(key, b"1", ex=ttl)
+        self._run(pipe.execute)
+
+    def release(self, keys: Iterable[bytes]) -> None:
+        doomed = list(keys)
+        if doomed:
+            self._run(self._client.delete, *doomed)
+
+    def __contains__(self, key: bytes) -> bool:
+        return bool(self._run(self._client.exists, key))

@@ -13,7 +13,9 @@ import io
 import threading
 import time
 import uuid
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,8 +23,8 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 import structlog
 
-from ingest.dedupe import RecentKeys, key_hash
-from ingest.log import LogFiles, Position
+from ingest.dedupe import RecentKeys
+from ingest.log import Chunk
 from warehouse.lake import Lake, LakeTable
 
 log = structlog.get_logger("aisle.flusher")
@@ -55,6 +57,26 @@ def _spread(lists: pa.ListArray, single: pa.Array, parents: pa.Array) -> pa.Arra
     if lists.null_count == len(lists):
         return repeated
     return pc.replace_with_mask(repeated, pc.is_valid(lists).take(parents), pc.list_flatten(lists))
+
+
+def _keys(keys: SharedKeys, wire: pa.Table, column: str) -> list:
+    """The key of every row of ``wire`` as ``keys`` names them."""
+    sites, values = wire["site_id"], wire[column].to_pylist()
+    if pc.count_distinct(sites).as_py() == 1:
+        return keys.keys_of(sites[0].as_py(), values)
+    return [key for site, value in zip(sites.to_pylist(), values, strict=True) for key in keys.keys_of(site, [value])]
+
+
+class LogSource(Protocol):
+    directory: Path
+
+    def chunks(self) -> Iterator[Chunk]: ...
+
+
+class SharedKeys(Protocol):
+    def keys_of(self, site_id: str, keys: Iterable[str]) -> list: ...
+
+    def add_all(self, keys: Iterable) -> None: ...
 
 
 class FlushLock:
@@ -90,38 +112,37 @@ class Flusher:
         self,
         *,
         table: LakeTable,
-        durable_log: LogFiles,
+        source: LogSource,
         lake: Lake,
         stored: RecentKeys,
         interval_seconds: float = 1.0,
-        max_bytes: int = 64 * 1024 * 1024,
         claimed_at_accept: bool = False,
-        claimed_since: Position | None = None,
+        shared: SharedKeys | None = None,
     ) -> None:
+        """``stored``: the keys this flusher checks rows against (loaded from the lake before the
+        first check); ``claimed_at_accept``: only replayed lines need a check, the others' keys were
+        claimed in ``stored`` when they were accepted; ``shared``: the window accepting processes
+        check (a Redis log's), told of every key this flusher stores."""
         self.table = table
-        self.log = durable_log
+        self.source = source
         self.lake = lake
         self.stored = stored
+        self.shared = shared
         self.interval_seconds = interval_seconds
-        self.max_bytes = max_bytes
         self.claimed_at_accept = claimed_at_accept
-        # What the log held when this process opened it: written by an earlier process, so its keys
-        # were never claimed here and must be checked against the lake. (The events flusher process
-        # is told where its server's claimed lines start instead.)
-        self._replay_end = durable_log.durable_end if claimed_since is None else claimed_since
         self._stored_loaded = False
         self._wire_schema = table.wire_schema()
         rows = [f for f in self._wire_schema if f.name not in SHARED_EVENT_COLUMNS]
-        shared = [
+        shared_columns = [
             self._wire_schema.field(name) for name in SHARED_EVENT_COLUMNS if name in self._wire_schema.names
         ]
         self._batch_schema = pa.schema([
-            ("h", pa.struct(shared)),
+            ("h", pa.struct(shared_columns)),
             ("s", pa.struct(rows)),
             ("c", pa.struct([(f.name, pa.list_(f.type)) for f in rows])),
             ("r", pa.list_(pa.struct(rows))),
         ])  # fmt: skip
-        self.lock = FlushLock(durable_log.directory / "flush.lock")
+        self.lock = FlushLock(source.directory / "flush.lock")
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -134,41 +155,17 @@ class Flusher:
         for path in self.lake.files_written_since(self.table, time.time() - self.stored.window_seconds):
             site_id = self.lake.site_of(path)
             keys = pq.read_table(path, columns=[self.table.key])[self.table.key].to_pylist()
-            self.stored.add_all(key_hash(site_id, k) for k in keys)
+            self.stored.add_all(self.stored.keys_of(site_id, keys))
 
     def flush(self) -> int:
         """Move everything durable in the log to the lake now; returns the rows written."""
         written = 0
         with self.lock:
-            # What the log holds now, and no more: lines appended while this flush runs wait for the
-            # next one. (Chasing them, the events flusher process wrote ~30 small files a second
-            # under load, each with its syncs and renames: two thirds of its CPU; bench/RESULTS.md,
-            # 2026-11-23, sixth session.)
-            target = self.log.durable_end
-            while True:
-                start = self.log.checkpoint()
-                replaying = start < self._replay_end
-                data, end = self.log.read(
-                    start,
-                    max_bytes=self.max_bytes,
-                    until=min(self._replay_end, target) if replaying else target,
-                )
-                if not data:
-                    if end != start:
-                        self.log.save_checkpoint(end)
-                        continue
-                    return written
-                written += self._store(self.decode(data), check_keys=replaying or not self.claimed_at_accept)
-                self._advance(end)
-
-    def _advance(self, end: Position) -> None:
-        try:
-            self.log.save_checkpoint(end)
-        except BaseException:
-            # The rows are in the lake but the checkpoint did not move: the next flush reads them
-            # again, and must check them against what was stored, as a replay does.
-            self._replay_end = max(self._replay_end, end)
-            raise
+            for chunk in self.source.chunks():
+                check = chunk.replay or not self.claimed_at_accept
+                written += self._store(self.decode(chunk.data), check_keys=check)
+                chunk.commit()
+        return written
 
     def decode(self, data: bytes) -> pa.Table:
         """Log lines to wire-typed rows: batch lines (shared columns once) and single-row lines."""
@@ -229,10 +226,7 @@ class Flusher:
         if check_keys:
             if not self._stored_loaded:
                 self.remember_stored()
-            hashes = [
-                key_hash(s, k)
-                for s, k in zip(wire["site_id"].to_pylist(), wire[self.table.key].to_pylist(), strict=True)
-            ]
+            hashes = _keys(self.stored, wire, self.table.key)
             fresh = self.stored.filter_new(hashes)
             if not all(fresh):
                 wire = wire.filter(pa.array(fresh))
@@ -240,6 +234,8 @@ class Flusher:
         if wire.num_rows:
             self.lake.write_partitioned(self.table, wire, name=f"flush-{uuid.uuid4().hex}")
             self.stored.add_all(hashes)
+            if self.shared is not None:
+                self.shared.add_all(_keys(self.shared, wire, self.table.key))
             self.rows_written += wire.num_rows
         return wire.num_rows
 

@@ -25,7 +25,7 @@ import structlog
 
 from ingest.dedupe import RecentKeys
 from ingest.flusher import Flusher
-from ingest.log import LogReader
+from ingest.log import FileChunks, LogReader
 from warehouse.lake import EVENTS, Lake
 
 log = structlog.get_logger("aisle.flusher")
@@ -55,12 +55,11 @@ def events_flusher(data_dir: Path, interval_seconds: float) -> Flusher:
     reader = LogReader(data_dir / "log" / EVENTS.name)
     return Flusher(
         table=EVENTS,
-        durable_log=reader,
+        source=FileChunks(reader, replay_end=reader.checkpoint()),
         lake=Lake(data_dir / "lake"),
         stored=RecentKeys(),
         interval_seconds=interval_seconds,
         claimed_at_accept=True,
-        claimed_since=reader.checkpoint(),
     )
 
 

@@ -13,8 +13,10 @@ import json
 import os
 import queue
 import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import orjson
@@ -96,6 +98,60 @@ class LogFiles:
                 (self.directory / _segment_name(number)).unlink(missing_ok=True)
 
 
+@dataclass(frozen=True)
+class Chunk:
+    """Log lines for one flush step; ``commit`` once they are in the lake. ``replay``: lines whose
+    keys nobody claimed in this process (a file log's lines from before it started, or lines read
+    again after a failed commit), which the flusher checks against the lake's."""
+
+    data: bytes
+    replay: bool
+    commit: Callable[[], None]
+
+
+class FileChunks:
+    """A file log as the flusher reads it: whole lines from the checkpoint, committed by moving it."""
+
+    def __init__(
+        self, files: LogFiles, *, replay_end: Position | None = None, max_bytes: int = 64 * 1024 * 1024
+    ) -> None:
+        """``replay_end``: where the lines claimed by this process start (by default, what the log
+        held when it was opened was written by an earlier process)."""
+        self.files = files
+        self.directory = files.directory
+        self.max_bytes = max_bytes
+        self.replay_end = files.durable_end if replay_end is None else replay_end
+
+    def chunks(self) -> Iterator[Chunk]:
+        # What the log holds now, and no more: lines appended while this flush runs wait for the next
+        # one. (Chasing them, the events flusher process wrote ~30 small files a second under load,
+        # each with its syncs and renames: two thirds of its CPU; bench/RESULTS.md, 2026-11-23.)
+        target = self.files.durable_end
+        while True:
+            start = self.files.checkpoint()
+            replaying = start < self.replay_end
+            data, end = self.files.read(
+                start,
+                max_bytes=self.max_bytes,
+                until=min(self.replay_end, target) if replaying else target,
+            )
+            if not data:
+                if end != start:
+                    self.files.save_checkpoint(end)
+                    continue
+                return
+            yield Chunk(data, replaying, partial(self._advance, end))
+
+    def _advance(self, end: Position) -> None:
+        try:
+            self.files.save_checkpoint(end)
+        except BaseException:
+            # The rows are in the lake but the checkpoint did not move: the next flush reads them
+            # again, and must check them against what was stored, as a replay does.
+            self.replay_end = max(self.replay_end, end)
+            raise
+
+
 class LogReader(LogFiles):
     """The log as a process other than its writer's sees it (the events flusher process): whatever
     the last segment holds, cut at its last newline. That may include lines written but not yet
@@ -111,49 +167,23 @@ class LogReader(LogFiles):
         return Position(last, (self.directory / _segment_name(last)).stat().st_size)
 
 
-class DurableLog(LogFiles):
-    def __init__(
-        self, directory: Path, *, segment_bytes: int = 64 * 1024 * 1024, max_group: int = 4096
-    ) -> None:
-        super().__init__(directory)
-        self.segment_bytes = segment_bytes
+class LogWriteFailed(OSError):
+    """An append that did not become durable (nothing of it was acknowledged; the client retries)."""
+
+
+class GroupCommit:
+    """Appends gathered by one writer thread: every request waiting when a write begins shares it
+    and its sync. ``_write`` makes a group's payloads durable or raises."""
+
+    def __init__(self, *, name: str, max_group: int = 4096) -> None:
         self.max_group = max_group
-        directory.mkdir(parents=True, exist_ok=True)
-        self._recover()
         self._queue: queue.SimpleQueue[tuple[bytes, Future] | None] = queue.SimpleQueue()
         self._closed = False
-        self._writer = threading.Thread(target=self._write_loop, name=f"log-{directory.name}", daemon=True)
+        self._writer = threading.Thread(target=self._write_loop, name=name, daemon=True)
         self._writer.start()
 
-    # --- recovery -------------------------------------------------------------------------------
-
-    def _recover(self) -> None:
-        """Drop a torn tail: anything after the last complete, parseable line of the last segment."""
-        numbers = self.segments() or [self.checkpoint().segment or 1]
-        current = numbers[-1]
-        path = self.directory / _segment_name(current)
-        if path.exists():
-            data = path.read_bytes()
-            good = _last_good_end(data, start=self._scan_start(current))
-            if good < len(data):
-                with open(path, "r+b") as handle:
-                    handle.truncate(good)
-                    os.fsync(handle.fileno())
-        self._open_segment(current)
-
-    def _scan_start(self, segment: int) -> int:
-        mark = self.checkpoint()
-        return mark.offset if mark.segment == segment else 0
-
-    def _open_segment(self, number: int) -> None:
-        path = self.directory / _segment_name(number)
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        fsync_path(self.directory)
-        self._segment = number
-        self._size = os.fstat(self._fd).st_size
-        self._durable = Position(number, self._size)
-
-    # --- writing --------------------------------------------------------------------------------
+    def _write(self, payloads: list[bytes]) -> None:
+        raise NotImplementedError
 
     def submit(self, payload: bytes) -> Future:
         """Queue complete JSON lines; the future resolves once they are durable."""
@@ -188,28 +218,87 @@ class DurableLog(LogFiles):
                     self._queue.put(None)
                     break
                 group.append(more)
-            self._commit(group)
+            error: OSError | None = None
+            try:
+                self._write([payload for payload, _ in group])
+            except OSError as exc:
+                error = exc
+            _settle([waiter for _, waiter in group], error)
+            if error is None:
+                self._after_write()
 
-    def _commit(self, group: list[tuple[bytes, Future | asyncio.Future]]) -> None:
-        data = b"".join(payload for payload, _ in group)
-        error: OSError | None = None
+    def _after_write(self) -> None:
+        """Housekeeping once a group's waiters are answered (its failure must not fail them)."""
+
+    def _stop_writer(self) -> bool:
+        """Stop taking appends and let the queued ones finish; False when already closed."""
+        if self._closed:
+            return False
+        self._closed = True
+        self._queue.put(None)
+        self._writer.join(timeout=30)
+        return True
+
+
+class DurableLog(LogFiles, GroupCommit):
+    def __init__(
+        self, directory: Path, *, segment_bytes: int = 64 * 1024 * 1024, max_group: int = 4096
+    ) -> None:
+        LogFiles.__init__(self, directory)
+        self.segment_bytes = segment_bytes
+        directory.mkdir(parents=True, exist_ok=True)
+        self._recover()
+        GroupCommit.__init__(self, name=f"log-{directory.name}", max_group=max_group)
+
+    # --- recovery -------------------------------------------------------------------------------
+
+    def _recover(self) -> None:
+        """Drop a torn tail: anything after the last complete, parseable line of the last segment."""
+        numbers = self.segments() or [self.checkpoint().segment or 1]
+        current = numbers[-1]
+        path = self.directory / _segment_name(current)
+        if path.exists():
+            data = path.read_bytes()
+            good = _last_good_end(data, start=self._scan_start(current))
+            if good < len(data):
+                with open(path, "r+b") as handle:
+                    handle.truncate(good)
+                    os.fsync(handle.fileno())
+        self._open_segment(current)
+
+    def _scan_start(self, segment: int) -> int:
+        mark = self.checkpoint()
+        return mark.offset if mark.segment == segment else 0
+
+    def _open_segment(self, number: int) -> None:
+        path = self.directory / _segment_name(number)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fsync_path(self.directory)
+        self._segment = number
+        self._size = os.fstat(self._fd).st_size
+        self._durable = Position(number, self._size)
+
+    # --- writing --------------------------------------------------------------------------------
+
+    def _write(self, payloads: list[bytes]) -> None:
+        data = b"".join(payloads)
         try:
             view = memoryview(data)
             while view:
                 written = os.write(self._fd, view)
                 view = view[written:]
             os.fdatasync(self._fd)
-        except OSError as exc:
-            error = exc
+        except OSError:
             # Take back what part of the group reached the file, so the next group starts a clean
             # line (another process reads the file's end, not this one's count).
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, self._size)
-        else:
-            self._size += len(data)
-            self._durable = Position(self._segment, self._size)
-        _settle([waiter for _, waiter in group], error)
-        if error is None and self._size >= self.segment_bytes:
+            raise
+        self._size += len(data)
+        self._durable = Position(self._segment, self._size)
+
+    def _after_write(self) -> None:
+        if self._size >= self.segment_bytes:
             os.close(self._fd)
             self._open_segment(self._segment + 1)
 
@@ -220,12 +309,8 @@ class DurableLog(LogFiles):
         return self._durable
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._queue.put(None)
-        self._writer.join(timeout=30)
-        os.close(self._fd)
+        if self._stop_writer():
+            os.close(self._fd)
 
 
 def _settle(waiters: list, error: OSError | None) -> None:

@@ -15,13 +15,14 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import redis
 
 from ingest import flusher_process
 from ingest.consent import consent_row
-from ingest.dedupe import RecentKeys, key_hash
+from ingest.dedupe import RecentKeys, RedisRecentKeys
 from ingest.event_lines import encode_event_batch, without_events
 from ingest.flusher import Flusher
-from ingest.log import DurableLog
+from ingest.log import DurableLog, FileChunks
 from ingest.normalise import (
     Context,
     EventColumns,
@@ -34,6 +35,7 @@ from ingest.normalise import (
     valid_event_log_columns,
 )
 from ingest.schemas import BatchResult, Rejection
+from ingest.stream_log import StreamLog, check_durable
 from warehouse.lake import CONSENTS, EVENTS, METRICS, ORDERS, TABLES, Lake, LakeTable
 
 if TYPE_CHECKING:
@@ -95,25 +97,55 @@ def _lock_data_dir(data_dir: Path):
 
 class Ingest:
     def __init__(
-        self, *, data_dir: Path, flush_interval_seconds: float = 1.0, events_flusher_process: bool = False
+        self,
+        *,
+        data_dir: Path,
+        flush_interval_seconds: float = 1.0,
+        events_flusher_process: bool = False,
+        stream_url: str | None = None,
+        flush_in_background: bool = True,
     ) -> None:
-        """``events_flusher_process``: flush events from a process of its own (``ingest.flusher_process``)
-        instead of a thread of this one; the server does, tests that drive an Ingest directly do not."""
-        self._lock_handle = _lock_data_dir(data_dir)
+        """``events_flusher_process``: flush events from a process of their own (``ingest.flusher_process``)
+        instead of a thread of this one; the server does, tests that drive an Ingest directly do not.
+
+        ``stream_url``: log to Redis Streams there instead of files in ``data_dir``, for API processes
+        that share the data directory (ARCHITECTURE.md's scale-out); accepted keys are then claimed in
+        Redis. ``flush_in_background`` false makes such a process an API process only: it flushes when
+        asked (``flush``), and the install's one ``aisle flush`` does the rest."""
         self.data_dir = data_dir
         self.flush_interval_seconds = flush_interval_seconds
-        self.events_flusher_process = events_flusher_process
+        self.flush_in_background = flush_in_background
+        self.events_flusher_process = events_flusher_process and stream_url is None
+        # One process flushes in the background per data directory: the server of a file log, the
+        # `aisle flush` of a Redis log.
+        self._lock_handle = _lock_data_dir(data_dir) if stream_url is None or flush_in_background else None
         self._events_process: subprocess.Popen | None = None
         self.lake = Lake(data_dir / "lake")
-        self.logs = {name: DurableLog(data_dir / "log" / name) for name in TABLES}
+        self._redis = None
+        if stream_url is None:
+            self.logs = {name: DurableLog(data_dir / "log" / name) for name in TABLES}
+            # One window per table serves both the accepting side and the flusher's checks.
+            self.keys = {name: RecentKeys() for name in TABLES}
+            sources = {name: FileChunks(log) for name, log in self.logs.items()}
+        else:
+            self._redis = redis.Redis.from_url(stream_url, socket_timeout=10, socket_connect_timeout=5)
+            check_durable(self._redis)
+            self.logs = {
+                name: StreamLog(self._redis, name, directory=data_dir / "log" / name) for name in TABLES
+            }
+            self.keys = {name: RedisRecentKeys(self._redis, name) for name in TABLES}
+            sources = self.logs
         self.flushers = {
             name: Flusher(
                 table=table,
-                durable_log=self.logs[name],
+                source=sources[name],
                 lake=self.lake,
-                stored=RecentKeys(),
+                # A Redis log's flusher checks every row against the lake's keys, which it keeps in
+                # its own memory: an append that failed half way may be logged twice.
+                stored=self.keys[name] if stream_url is None else RecentKeys(),
                 interval_seconds=flush_interval_seconds,
-                claimed_at_accept=table is EVENTS,
+                claimed_at_accept=table is EVENTS and stream_url is None,
+                shared=self.keys[name] if stream_url is not None and table is not EVENTS else None,
             )
             for name, table in TABLES.items()
         }
@@ -121,6 +153,8 @@ class Ingest:
 
     def start(self) -> None:
         """Replay whatever the logs hold beyond their checkpoints, then flush in the background."""
+        if not self.flush_in_background:
+            return
         for flusher in self.flushers.values():
             flusher.remember_stored()
             flusher.flush()
@@ -141,8 +175,10 @@ class Ingest:
             flusher.lock.close()
         for durable_log in self.logs.values():
             durable_log.close()
+        if self._redis is not None:
+            self._redis.close()
         self._started = False
-        if not self._lock_handle.closed:
+        if self._lock_handle is not None and not self._lock_handle.closed:
             self._lock_handle.close()
 
     def flush(self) -> int:
@@ -159,8 +195,8 @@ class Ingest:
         rejected = _rejections(failures)
         if not rows:
             return rows, rejected, 0
-        hashes = [key_hash(ctx.site_id, row[table.key]) for row in rows]
-        fresh = self.flushers[table.name].stored.filter_new(hashes)
+        keys = self.keys[table.name]
+        fresh = keys.filter_new(keys.keys_of(ctx.site_id, [row[table.key] for row in rows]))
         kept = [row for row, new in zip(rows, fresh, strict=True) if new]
         return kept, rejected, len(rows) - len(kept)
 
@@ -168,13 +204,13 @@ class Ingest:
     def _claimed(self, site_id: str, event_ids: list[str]) -> Iterator[list[bool]]:
         """Claim ``event_ids``; yields which ones are new. They stay claimed unless the body of the
         ``with`` fails (the client retries)."""
-        stored = self.flushers[EVENTS.name].stored
-        hashes = [key_hash(site_id, event_id) for event_id in event_ids]
-        fresh = stored.claim(hashes)
+        keys = self.keys[EVENTS.name]
+        hashes = keys.keys_of(site_id, event_ids)
+        fresh = keys.claim(hashes)
         try:
             yield fresh
         except BaseException:
-            stored.release(compress(hashes, fresh))
+            keys.release(compress(hashes, fresh))
             raise
 
     def _new_events_line(
@@ -231,7 +267,8 @@ class Ingest:
         was already stored; returns the row and whether it was such a duplicate. A re-send that
         arrives before the first copy's flush is logged twice and stored once (the flusher checks keys)."""
         row = consent_row(raw, ctx)
-        [fresh] = self.flushers[CONSENTS.name].stored.filter_new([key_hash(ctx.site_id, row["consent_id"])])
+        keys = self.keys[CONSENTS.name]
+        [fresh] = keys.filter_new(keys.keys_of(ctx.site_id, [row["consent_id"]]))
         if fresh:
             await self.logs[CONSENTS.name].append(encode([row]))
         return row, not fresh

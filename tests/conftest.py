@@ -7,6 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis
 
 from aisle.settings import Settings
 from api.app import create_app
@@ -66,6 +67,20 @@ def redis_server() -> Iterator[RedisServer]:
     server = RedisServer()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def durable_redis_server() -> Iterator[RedisServer]:
+    server = RedisServer(durable=True)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_log_url(durable_redis_server: RedisServer) -> str:
+    """A durable Redis, emptied for the test (the Redis log's streams have fixed names)."""
+    redis.Redis.from_url(durable_redis_server.url).flushdb()
+    return durable_redis_server.url
 
 
 @pytest.fixture(scope="session")

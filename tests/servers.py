@@ -60,14 +60,17 @@ class LiveServer:
 
 
 class RedisServer:
-    def __init__(self) -> None:
+    """``durable``: an append-only file synced before every answer, as the Redis log requires."""
+
+    def __init__(self, *, durable: bool = False) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed; scripts/test.sh installs it")
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="aisle-redis-")
+        persistence = ["--appendonly", "yes", "--appendfsync", "always"] if durable else ["--appendonly", "no"]
         self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", *persistence,
              "--dir", self.dir],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -1,0 +1,141 @@
+"""The durable log as a Redis Stream, for API processes that share one lake (ARCHITECTURE.md's scale-out).
+
+An append is one stream entry (XADD); a writer thread gathers concurrent appends and sends each group
+as one pipeline. Redis answers a write only after its append-only file was fsync'ed when it runs with
+``appendonly yes`` and ``appendfsync always`` (it syncs once per turn of its event loop, before any
+reply: group commit again); the log checks both settings when it opens and refuses any other, so a
+2xx means on a Redis log what it means on the file log.
+
+The flusher reads entries through the consumer group ``lake``, always as the one consumer ``lake``
+(flushes are serialised by the flush lock in the shared data directory). Entries a flush read and did
+not acknowledge (its process died, or its write failed) stay pending for that consumer, and the next
+flush reads them first: a flush is acknowledged, and its entries deleted, only after its Parquet files
+are in the lake, so no entry is lost; the flusher checks every key against the lake's, so none is
+stored twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import redis
+
+from ingest.log import Chunk, GroupCommit, LogWriteFailed
+
+GROUP = CONSUMER = "lake"
+PAYLOAD = b"d"
+
+
+class LogNotDurable(RuntimeError):
+    pass
+
+
+def stream_key(table: str) -> str:
+    return f"aisle:log:{table}"
+
+
+def check_durable(client: redis.Redis) -> None:
+    """Refuse a Redis that would answer a write before it is on disk."""
+    try:
+        config = {_text(k): _text(v) for k, v in client.config_get("append*").items()}
+    except redis.ResponseError as exc:
+        raise LogNotDurable(f"cannot read Redis' persistence settings (CONFIG GET): {exc}") from exc
+    if config.get("appendonly") != "yes" or config.get("appendfsync") != "always":
+        raise LogNotDurable(
+            "the Redis log needs `appendonly yes` and `appendfsync always` (Redis then syncs its "
+            f"append-only file before it answers a write); this Redis has appendonly={config.get('appendonly')}, "
+            f"appendfsync={config.get('appendfsync')}"
+        )
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class StreamLog(GroupCommit):
+    def __init__(
+        self,
+        client: redis.Redis,
+        table: str,
+        *,
+        directory: Path,
+        max_group: int = 4096,
+        entries_per_read: int = 4096,
+    ) -> None:
+        """``directory``: where this table's flush lock lives (in the data directory every process
+        of the install shares)."""
+        self.client = client
+        self.key = stream_key(table)
+        self.directory = directory
+        self.entries_per_read = entries_per_read
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            client.xgroup_create(self.key, GROUP, id="0", mkstream=True)
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+        super().__init__(name=f"stream-{table}", max_group=max_group)
+
+    def _write(self, payloads: list[bytes]) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        for payload in payloads:
+            pipe.xadd(self.key, {PAYLOAD: payload})
+        try:
+            pipe.execute()
+        except redis.RedisError as exc:
+            # Some entries of the group may have been added: the clients retry the whole group, and
+            # the flusher stores each key once.
+            raise LogWriteFailed(f"Redis did not take the append: {exc}") from exc
+
+    def close(self) -> None:
+        self._stop_writer()
+
+    # --- reading, for the flusher -------------------------------------------------------------------
+
+    def chunks(self) -> Iterator[Chunk]:
+        """Pending entries first (read by an earlier flush, never acknowledged), then the new ones up
+        to the last entry the stream held when this call began."""
+        last = self.client.xinfo_stream(self.key)["last-generated-id"]
+        start: bytes | str = "0"
+        while True:  # pending: XREADGROUP from an id lists this consumer's unacknowledged entries
+            entries = self._read(start)
+            if not entries:
+                break
+            start = entries[-1][0]
+            yield self._chunk(entries, replay=True)
+        while True:
+            entries = self._read(">")
+            if not entries:
+                return
+            yield self._chunk(entries, replay=False)
+            if _entry_id(entries[-1][0]) >= _entry_id(last):
+                return
+
+    def _read(self, start: bytes | str) -> list[tuple[bytes, dict]]:
+        answer = self.client.xreadgroup(GROUP, CONSUMER, {self.key: start}, count=self.entries_per_read)
+        return answer[0][1] if answer else []
+
+    def _chunk(self, entries: list[tuple[bytes, dict]], *, replay: bool) -> Chunk:
+        ids = [entry_id for entry_id, _ in entries]
+        # An entry XDEL'ed while pending reads as an id without fields.
+        data = b"".join(fields[PAYLOAD] for _, fields in entries if fields)
+        return Chunk(data, replay, lambda: self._acknowledge(ids))
+
+    def _acknowledge(self, ids: list[bytes]) -> None:
+        pipe = self.client.pipeline(transaction=True)
+        pipe.xack(self.key, GROUP, *ids)
+        pipe.xdel(self.key, *ids)
+        pipe.execute()
+
+    def pending(self) -> int:
+        """Entries read by a flush and not yet acknowledged."""
+        return self.client.xpending(self.key, GROUP)["pending"]
+
+    def length(self) -> int:
+        return self.client.xlen(self.key)
+
+
+def _entry_id(value: bytes | str) -> tuple[int, int]:
+    millis, _, sequence = _text(value).partition("-")
+    return int(millis), int(sequence or 0)

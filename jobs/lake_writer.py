@@ -1,0 +1,66 @@
+"""`aisle flush`: the one process of a scaled-out install that writes the lake.
+
+With the durable log in Redis (``AISLE_DURABLE_LOG=redis``) every `aisle serve` only accepts rows;
+this process moves them from the log to Parquet every ``flush_interval_seconds`` and runs compaction,
+as a file log's server does. It holds the data directory's lock, so a second one fails at start.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import structlog
+
+from aisle.settings import Settings
+from ingest.service import Ingest
+from jobs.scheduler import start_scheduler
+from warehouse.catalog import sites
+from warehouse.catalog.store import create_store_engine
+from warehouse.engine import Engine
+
+log = structlog.get_logger("aisle.flush")
+
+
+class NotARedisLog(RuntimeError):
+    pass
+
+
+def run(settings: Settings, stop: threading.Event, *, ready: threading.Event | None = None) -> None:
+    """Flush and compact until ``stop`` is set, then flush what the log holds and return."""
+    if settings.stream_url is None:
+        raise NotARedisLog(
+            "aisle flush moves a Redis log to the lake (AISLE_DURABLE_LOG=redis); a file log is "
+            "flushed by its own `aisle serve`"
+        )
+    store = create_store_engine(settings.resolved_database_url)
+    ingest = Ingest(
+        data_dir=settings.data_dir,
+        flush_interval_seconds=settings.flush_interval_seconds,
+        stream_url=settings.stream_url,
+        flush_in_background=True,
+    )
+    engine = Engine(ingest.lake)
+    scheduler = None
+    try:
+        ingest.start()  # what earlier flushes left unacknowledged comes first
+        scheduler = start_scheduler(
+            ingest=ingest,
+            compaction_interval_seconds=settings.compaction_interval_seconds,
+            engine=engine,
+            timezones=lambda: _timezones(store),
+        )
+        log.info("flushing", data_dir=str(settings.data_dir), interval=settings.flush_interval_seconds)
+        if ready is not None:
+            ready.set()
+        stop.wait()
+    finally:
+        if scheduler is not None:
+            scheduler.shutdown(wait=True)
+        ingest.stop()  # the last flush
+        engine.close()
+        store.dispose()
+
+
+def _timezones(store) -> dict[str, str]:
+    with store.connect() as conn:
+        return sites.timezones(conn)

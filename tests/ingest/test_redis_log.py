@@ -1,0 +1,192 @@
+"""The Redis log (AISLE_DURABLE_LOG=redis): API processes that share a data directory log to Redis
+Streams and claim keys in Redis; a flush moves the streams to the lake exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pytest
+import redis
+
+from ingest.log import LogWriteFailed
+from ingest.normalise import Context
+from ingest.service import DataDirBusy, Ingest
+from ingest.stream_log import LogNotDurable, StreamLog, stream_key
+from warehouse.lake import EVENTS, ORDERS
+
+pytestmark = pytest.mark.redis
+
+SITE = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+
+
+@pytest.fixture
+def opened() -> Iterator[list[Ingest]]:
+    services: list[Ingest] = []
+    yield services
+    for service in services:
+        service.stop()
+
+
+def api_process(opened: list[Ingest], data_dir: Path, url: str) -> Ingest:
+    """An Ingest as one `aisle serve` on a Redis log has it: accepts, flushes only when told."""
+    service = Ingest(data_dir=data_dir, stream_url=url, flush_in_background=False)
+    opened.append(service)
+    service.start()
+    return service
+
+
+def ctx() -> Context:
+    return Context(site_id=SITE, site_currency="EUR", received_at=datetime.now(UTC), channel="server",
+                   historical=True)  # fmt: skip
+
+
+def event(event_id: str) -> dict:
+    return {"name": "page_view", "eventId": event_id, "visitorId": "v-1", "sessionId": "s-1",
+            "timestamp": "2026-11-20T10:00:00Z"}  # fmt: skip
+
+
+def order(order_id: str) -> dict:
+    return {"orderId": order_id, "visitorId": "v-1", "sessionId": "s-1", "total": "10.00",
+            "timestamp": "2026-11-20T10:00:00Z", "items": [{"productItemCode": "P1", "quantity": 1, "price": "10.00"}]}  # fmt: skip
+
+
+def stored(data_dir: Path, table=EVENTS) -> list[str]:
+    files = list((data_dir / "lake" / table.name).glob("*/*/*.parquet"))
+    if not files:
+        return []
+    return sorted(row[0] for row in duckdb.sql(
+        f"SELECT {table.key} FROM read_parquet({[str(f) for f in files]})").fetchall())  # fmt: skip
+
+
+def stream_entries(url: str, table=EVENTS) -> int:
+    return redis.Redis.from_url(url).xlen(stream_key(table.name))
+
+
+def test_a_redis_that_answers_before_its_disk_is_refused(tmp_path, redis_server):
+    with pytest.raises(LogNotDurable, match="appendfsync always"):
+        Ingest(data_dir=tmp_path, stream_url=redis_server.url, flush_in_background=False)
+
+
+def test_accepted_events_reach_the_lake_once_and_leave_the_stream(tmp_path, opened, redis_log_url):
+    api = api_process(opened, tmp_path, redis_log_url)
+    result = api.accept_events_sync([event("e-1"), event("e-2"), event("e-1")], ctx())
+    assert (result.accepted, result.duplicates) == (3, 1)
+    assert stream_entries(redis_log_url) == 1  # one entry per batch
+    assert stored(tmp_path) == []  # in Redis, not yet in the lake
+    assert api.flush() == 2
+    assert stored(tmp_path) == ["e-1", "e-2"]
+    assert stream_entries(redis_log_url) == 0
+    assert api.logs[EVENTS.name].pending() == 0
+    assert api.flush() == 0
+
+
+def test_concurrent_appends_are_sent_in_groups(tmp_path, opened, redis_log_url, monkeypatch):
+    api = api_process(opened, tmp_path, redis_log_url)
+    log = api.logs[EVENTS.name]
+    groups: list[int] = []
+    real_write = StreamLog._write
+
+    def counting_write(self, payloads):
+        groups.append(len(payloads))
+        real_write(self, payloads)
+
+    monkeypatch.setattr(StreamLog, "_write", counting_write)
+
+    async def send_all():
+        await asyncio.gather(*(log.append(b'{"n":%d}\n' % n) for n in range(200)))
+
+    asyncio.run(send_all())
+    assert sum(groups) == 200 == stream_entries(redis_log_url)
+    assert len(groups) < 100, groups
+
+
+def test_a_re_sent_event_is_a_duplicate_on_another_api_process(tmp_path, opened, redis_log_url):
+    first, second = api_process(opened, tmp_path, redis_log_url), api_process(opened, tmp_path, redis_log_url)
+    assert first.accept_events_sync([event("e-1")], ctx()).duplicates == 0
+    assert second.accept_events_sync([event("e-1"), event("e-2")], ctx()).duplicates == 1
+    assert second.flush() == 2
+    assert first.flush() == 0
+    assert stored(tmp_path) == ["e-1", "e-2"]
+
+
+def test_a_flush_that_died_before_acknowledging_is_read_again_and_stores_nothing_twice(
+    tmp_path, opened, redis_log_url, monkeypatch
+):
+    api = api_process(opened, tmp_path, redis_log_url)
+    api.accept_events_sync([event(f"e-{n}") for n in range(5)], ctx())
+
+    def lost_connection(self, ids):
+        raise redis.ConnectionError("connection lost")
+
+    monkeypatch.setattr(StreamLog, "_acknowledge", lost_connection)
+    with pytest.raises(redis.ConnectionError):
+        api.flush()
+    monkeypatch.undo()
+    assert stored(tmp_path) == [f"e-{n}" for n in range(5)]
+    assert api.logs[EVENTS.name].pending() == 1
+    # Another process (the flusher after a restart) reads the unacknowledged entry first.
+    other = api_process(opened, tmp_path, redis_log_url)
+    other.accept_events_sync([event("e-5")], ctx())
+    assert other.flush() == 1
+    assert stored(tmp_path) == [f"e-{n}" for n in range(6)]
+    assert stream_entries(redis_log_url) == 0
+    assert other.logs[EVENTS.name].pending() == 0
+
+
+def test_a_batch_logged_twice_after_an_unanswered_append_is_stored_once(tmp_path, opened, redis_log_url):
+    """Redis may have taken part of a group whose append failed: the clients re-send, the ids are
+    released, and the stream holds the batch twice."""
+    api = api_process(opened, tmp_path, redis_log_url)
+    api.accept_events_sync([event("e-1"), event("e-2")], ctx())
+    [(_, fields)] = redis.Redis.from_url(redis_log_url).xrange(stream_key(EVENTS.name))
+    api.logs[EVENTS.name].append_sync(fields[b"d"])
+    assert stream_entries(redis_log_url) == 2
+    assert api.flush() == 2
+    assert stored(tmp_path) == ["e-1", "e-2"]
+
+
+def test_a_failed_append_answers_an_os_error_and_releases_the_claims(tmp_path, opened, redis_log_url, monkeypatch):
+    api = api_process(opened, tmp_path, redis_log_url)
+
+    def refused(self, payloads):
+        raise LogWriteFailed("Redis did not take the append")
+
+    monkeypatch.setattr(StreamLog, "_write", refused)
+    with pytest.raises(OSError, match="did not take"):
+        api.accept_events_sync([event("e-1")], ctx())
+    monkeypatch.undo()
+    assert api.accept_events_sync([event("e-1")], ctx()).duplicates == 0  # the retry is new
+    assert api.flush() == 1
+
+
+def test_orders_the_flusher_stored_are_duplicates_for_every_api_process(tmp_path, opened, redis_log_url):
+    first, second = api_process(opened, tmp_path, redis_log_url), api_process(opened, tmp_path, redis_log_url)
+    assert first.accept_orders_sync([order("o-1")], ctx()).duplicates == 0
+    assert first.flush() == 1
+    result = second.accept_orders_sync([order("o-1"), order("o-2")], ctx())
+    assert (result.accepted, result.duplicates) == (2, 1)
+    assert second.flush() == 1
+    assert stored(tmp_path, ORDERS) == ["o-1", "o-2"]
+
+
+def test_the_flusher_holds_the_data_directory(tmp_path, opened, redis_log_url):
+    """API processes share the data directory; the one process flushing in the background owns it."""
+    api_process(opened, tmp_path, redis_log_url)
+    flusher = Ingest(data_dir=tmp_path, stream_url=redis_log_url, flush_in_background=True)
+    opened.append(flusher)
+    with pytest.raises(DataDirBusy):
+        Ingest(data_dir=tmp_path, stream_url=redis_log_url, flush_in_background=True)
+    api_process(opened, tmp_path, redis_log_url)
+
+
+def test_the_background_flusher_replays_what_it_finds_on_start(tmp_path, opened, redis_log_url):
+    api = api_process(opened, tmp_path, redis_log_url)
+    api.accept_events_sync([event("e-1")], ctx())
+    flusher = Ingest(data_dir=tmp_path, stream_url=redis_log_url, flush_in_background=True)
+    opened.append(flusher)
+    flusher.start()
+    assert stored(tmp_path) == ["e-1"]
