@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+import redis
 from pydantic import ValidationError as PydanticValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -163,6 +164,18 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(
             error_body(code, message), status_code=exc.status_code, headers=getattr(exc, "headers", None)
         )
+
+    @app.exception_handler(redis.RedisError)
+    async def _redis_down(_: Request, exc: redis.RedisError) -> JSONResponse:
+        # Throttles, windows and (on a Redis log) the log itself live in Redis: without it nothing
+        # can be checked or stored, and nothing was; the client retries.
+        import structlog
+
+        structlog.get_logger("aisle.errors").warning("redis_unavailable", error=repr(exc))
+        return JSONResponse(
+            error_body("SHARED_STATE_UNAVAILABLE", "Redis is not answering; retry shortly"),
+            status_code=503, headers={"Retry-After": "1"},
+        )  # fmt: skip
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:

@@ -69,21 +69,28 @@ class RedisServer:
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="aisle-redis-")
         persistence = ["--appendonly", "yes", "--appendfsync", "always"] if durable else ["--appendonly", "no"]
-        self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", *persistence,
-             "--dir", self.dir],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+        self.command = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", *persistence,
+                        "--dir", self.dir]  # fmt: skip
+        self.start()
+
+    def start(self) -> None:
+        """Start the server (again, after ``kill``: on the same port and files)."""
+        self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for_port(self.port)
+
+    def kill(self) -> None:
+        """``kill -9``: whatever Redis had not written to its files is gone."""
+        self.process.kill()
+        self.process.wait(timeout=10)
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=10)
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -1,0 +1,89 @@
+"""Durability on a Redis log: two `aisle serve` and the `aisle flush` beside them are killed with
+`kill -9` in the middle of a load; a new `aisle flush` stores every acknowledged event exactly once."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.ingest.test_kill9 import AISLE, Load, assert_stored_exactly_once, start_server
+from tests.kill9_support import prepare_site
+from tests.servers import free_port
+
+pytestmark = pytest.mark.redis
+
+
+def start_flusher(data_dir, redis_url: str) -> subprocess.Popen:
+    env = {**os.environ, "AISLE_DATA_DIR": str(data_dir), "AISLE_REDIS_URL": redis_url,
+           "AISLE_DURABLE_LOG": "redis"}  # fmt: skip
+    return subprocess.Popen([AISLE, "flush"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def test_acknowledged_events_survive_kill_9_of_every_process_exactly_once(tmp_path, redis_log_url):
+    data_dir = tmp_path / "data"
+    site_key = prepare_site(data_dir)
+    ports = [free_port(), free_port()]
+    on_redis = {"redis_url": redis_log_url, "durable_log": "redis"}
+    processes = [start_server(data_dir, port, **on_redis) for port in ports]
+    processes.append(start_flusher(data_dir, redis_log_url))
+    load = Load(site_key, ports)
+    try:
+        load.start()
+        load.wait_for(8000)
+        for process in processes:
+            process.send_signal(signal.SIGKILL)
+        for process in processes:
+            process.wait(timeout=10)
+        load.stop()
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+
+    assert len(load.acknowledged) >= 8000
+    # The next flusher reads what its predecessor left unacknowledged, then the rest of the streams.
+    flusher = start_flusher(data_dir, redis_log_url)
+    try:
+        flusher.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        flusher.send_signal(signal.SIGTERM)  # it flushes on start, and once more when it stops
+    assert flusher.wait(timeout=60) == 0, flusher.stderr.read().decode()
+    assert_stored_exactly_once(data_dir, load.acknowledged)
+
+
+def wait_until_locked(path: Path, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            with open(path) as handle:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return
+                fcntl.flock(handle, fcntl.LOCK_UN)
+        time.sleep(0.05)
+    raise AssertionError(f"nobody locked {path}")
+
+
+def test_aisle_flush_refuses_a_file_log_and_a_second_flusher(tmp_path, redis_log_url):
+    data_dir = tmp_path / "data"
+    prepare_site(data_dir)
+    env = {**os.environ, "AISLE_DATA_DIR": str(data_dir)}
+    refused = subprocess.run([AISLE, "flush"], env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2
+    assert "AISLE_DURABLE_LOG=redis" in refused.stderr
+    first = start_flusher(data_dir, redis_log_url)
+    try:
+        wait_until_locked(data_dir / "ingest.lock")
+        second = start_flusher(data_dir, redis_log_url)
+        assert second.wait(timeout=60) == 2
+        assert "another Aisle process writes to" in second.stderr.read().decode()
+    finally:
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=60) == 0
