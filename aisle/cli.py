@@ -23,9 +23,16 @@ DataDir = Annotated[
 def _settings(data_dir: Path | None):
     if data_dir is not None:
         os.environ["AISLE_DATA_DIR"] = str(data_dir)
+    from pydantic import ValidationError
+
     from aisle.settings import Settings
 
-    settings = Settings()
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        messages = "; ".join(error["msg"].removeprefix("Value error, ") for error in exc.errors())
+        typer.echo(f"error: settings: {messages}", err=True)
+        raise typer.Exit(2) from exc
     settings.prepare_data_dir()
     return settings
 

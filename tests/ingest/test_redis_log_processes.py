@@ -1,16 +1,21 @@
-"""Durability on a Redis log: two `aisle serve` and the `aisle flush` beside them are killed with
-`kill -9` in the middle of a load; a new `aisle flush` stores every acknowledged event exactly once."""
+"""The processes of an install on a Redis log: two `aisle serve` and the `aisle flush` beside them
+killed with `kill -9` in the middle of a load (a new `aisle flush` stores every acknowledged event
+exactly once), one `aisle flush` per data directory, and `aisle import` beside them."""
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import signal
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
 
+import duckdb
 import pytest
+import redis
 
 from tests.ingest.test_kill9 import AISLE, Load, assert_stored_exactly_once, start_server
 from tests.kill9_support import prepare_site
@@ -78,6 +83,9 @@ def test_aisle_flush_refuses_a_file_log_and_a_second_flusher(tmp_path, redis_log
     refused = subprocess.run([AISLE, "flush"], env=env, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2
     assert "AISLE_DURABLE_LOG=redis" in refused.stderr
+    no_redis = subprocess.run([AISLE, "flush"], env={**env, "AISLE_DURABLE_LOG": "redis"}, capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
+    assert (no_redis.returncode, no_redis.stderr) == (2, "error: settings: AISLE_DURABLE_LOG=redis needs AISLE_REDIS_URL\n")
     first = start_flusher(data_dir, redis_log_url)
     try:
         wait_until_locked(data_dir / "ingest.lock")
@@ -87,3 +95,25 @@ def test_aisle_flush_refuses_a_file_log_and_a_second_flusher(tmp_path, redis_log
     finally:
         first.send_signal(signal.SIGTERM)
         assert first.wait(timeout=60) == 0
+
+
+def test_aisle_import_on_a_redis_log_stores_through_the_stream(tmp_path, redis_log_url):
+    data_dir = tmp_path / "data"
+    prepare_site(data_dir)
+    with sqlite3.connect(data_dir / "aisle.db") as db:
+        [(site_id,)] = db.execute("SELECT id FROM sites").fetchall()
+    rows = tmp_path / "orders.jsonl"
+    order = {"orderId": "o-1", "visitorId": "v-1", "sessionId": "s-1", "total": "5.00", "timestamp": "2026-11-20T10:00:00Z",
+             "items": [{"productItemCode": "P1", "quantity": 1, "price": "5.00"}]}  # fmt: skip
+    rows.write_text(json.dumps(order) + "\n" + json.dumps({**order, "orderId": "o-2"}) + "\n")
+    env = {**os.environ, "AISLE_DATA_DIR": str(data_dir), "AISLE_REDIS_URL": redis_log_url,
+           "AISLE_DURABLE_LOG": "redis"}  # fmt: skip
+    command = [AISLE, "import", "--site", str(site_id), str(rows)]
+    first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert (json.loads(first.stdout)["accepted"], json.loads(first.stdout)["duplicates"]) == (2, 0)
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert json.loads(again.stdout)["duplicates"] == 2  # the order ids are known in Redis
+    glob = str(data_dir / "lake" / "orders" / "*" / "*" / "*.parquet")
+    assert sorted(r[0] for r in duckdb.sql(f"SELECT order_id FROM read_parquet('{glob}')").fetchall()) == ["o-1", "o-2"]
+    assert redis.Redis.from_url(redis_log_url).xlen("aisle:log:orders") == 0
