@@ -52,6 +52,11 @@ class Settings(BaseSettings):
         "data directory (one `aisle serve` per data directory), or `redis`, a Redis Stream per table at "
         "AISLE_REDIS_URL (any number of `aisle serve` sharing the data directory, and one `aisle flush`).",
     )
+    log_redis_url: str | None = Field(
+        default=None,
+        description="The Redis log's own Redis, when it is not AISLE_REDIS_URL's: it must sync its "
+        "append-only file before answering (`appendfsync always`), which the hot state's need not.",
+    )
     flush_interval_seconds: float = Field(default=1.0, description="How often accepted rows reach the lake.")
     events_flusher_process: bool = Field(
         default=True,
@@ -90,7 +95,7 @@ class Settings(BaseSettings):
     @property
     def stream_url(self) -> str | None:
         """Redis for the durable log, when it is there."""
-        return self.redis_url if self.durable_log == "redis" else None
+        return (self.log_redis_url or self.redis_url) if self.durable_log == "redis" else None
 
     @cached_property
     def resolved_database_url(self) -> str:

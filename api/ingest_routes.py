@@ -18,7 +18,7 @@ from api.ingest_body import parse_json, read_body, read_json
 from api.openapi_bodies import documented_body
 from api.public.guard import PublicCaller, PublicSite, guard_public_site
 from api.schemas import CamelModel, StrictCamelModel
-from api.throttle import Limit, throttle
+from api.throttle import Limit, throttle, throttle_async
 from ingest.normalise import Context, Rejected, parse_event_batch
 from ingest.schemas import (
     MAX_BATCH_EVENTS,
@@ -118,7 +118,7 @@ async def accept_event_batch(request: Request, site_key: str) -> Response:
         batch = EventBatchIn.model_validate(parse_json(body))
         visitor = _visitor_of(batch.events, None)
         store = partial(state.ingest.accept_events, batch.events, _context(caller, sent_at=batch.sent_at))
-    headers = throttle(state.hot, None, limit=Limit("events-visitor", state.settings.visitor_batches_per_minute, 60),
+    headers = await throttle_async(state.hot, None, limit=Limit("events-visitor", state.settings.visitor_batches_per_minute, 60),
                        subject=f"{caller.site['id']}:{visitor or (request.client.host if request.client else 'unknown')}")  # fmt: skip
     result = await _durably(store())
     return Response(

@@ -33,6 +33,18 @@ def throttle(
     """Count one request of ``subject`` against ``limit``; 429 with ``Retry-After`` once it is spent.
     Returns the rate-limit headers (also set on ``response`` when given)."""
     window = hot.hit(f"rl:{limit.name}:{subject}", window_seconds=limit.window_seconds)
+    return _checked(window, response, limit=limit, code=code)
+
+
+async def throttle_async(
+    hot: HotState, response: Response | None, *, limit: Limit, subject: str, code: str = "RATE_LIMITED"
+) -> dict[str, str]:
+    """``throttle`` for the busiest routes: counts without holding the event loop while Redis answers."""
+    window = await hot.hit_async(f"rl:{limit.name}:{subject}", window_seconds=limit.window_seconds)
+    return _checked(window, response, limit=limit, code=code)
+
+
+def _checked(window: WindowCount, response: Response | None, *, limit: Limit, code: str) -> dict[str, str]:
     headers = rate_limit_headers(limit, window)
     if window.count > limit.limit:
         raise TooManyRequests(

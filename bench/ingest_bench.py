@@ -1,7 +1,7 @@
 """Ingest benchmark: the real server over loopback, durability on, against a bare parse-and-validate
 endpoint measured in the same run.
 
-    .venv/bin/python bench/ingest_bench.py [--seconds 20] [--connections 16] [--repeat 1]
+    .venv/bin/python bench/ingest_bench.py [--seconds 20] [--connections 16] [--repeat 1] [--log file]
 
 Needs `wrk` (Debian package `wrk`; installed with apt-get when missing). Prints one JSON document;
 copy the figures into bench/RESULTS.md.
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.kill9_support import prepare_site  # noqa: E402
-from tests.servers import free_port  # noqa: E402
+from tests.servers import RedisServer, free_port  # noqa: E402
 
 LUA = ROOT / "bench" / "events.lua"
 EVENTS_PER_BATCH = 50
@@ -169,14 +169,29 @@ def count_stored(data_dir: Path) -> int:
     return duckdb.sql(f"SELECT count(*) FROM read_parquet('{glob}')").fetchall()[0][0]
 
 
-def bench_aisle(wrk: str, *, seconds: int, connections: int) -> dict:
+def bench_aisle(wrk: str, *, seconds: int, connections: int, log: str = "file") -> dict:
+    """``log``: ``redis`` runs the server on a Redis log (a durable redis-server of its own, which
+    holds the hot state too) with an `aisle flush` beside it, as a scaled-out install runs each API
+    process; ``redis-split`` keeps the hot state on a second Redis that does not sync."""
     data_dir = Path(tempfile.mkdtemp(prefix="aisle-bench-"))
     site_key = prepare_site(data_dir)
     port = free_port()
     env = {**os.environ, "AISLE_DATA_DIR": str(data_dir), "AISLE_VISITOR_BATCHES_PER_MINUTE": "1000000",
            "AISLE_LOG_JSON": "true"}  # fmt: skip
+    aisle = str(Path(sys.executable).parent / "aisle")
+    redis_servers: list[RedisServer] = []
+    flusher = None
+    if log.startswith("redis"):
+        redis_servers.append(RedisServer(durable=True))
+        env.update(AISLE_REDIS_URL=redis_servers[0].url, AISLE_DURABLE_LOG="redis")
+        if log == "redis-split":  # the hot state on a Redis that answers before it syncs
+            redis_servers.append(RedisServer())
+            env.update(AISLE_LOG_REDIS_URL=redis_servers[0].url, AISLE_REDIS_URL=redis_servers[1].url)
+        flusher = subprocess.Popen(
+            [aisle, "flush"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
     server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "aisle"), "serve", "--host", "127.0.0.1", "--port", str(port)],
+        [aisle, "serve", "--host", "127.0.0.1", "--port", str(port)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -188,18 +203,23 @@ def bench_aisle(wrk: str, *, seconds: int, connections: int) -> dict:
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=120)
+        if flusher is not None:
+            flusher.send_signal(signal.SIGTERM)  # its last flush takes what the stream still holds
+            flusher.wait(timeout=300)
+        for redis_server in redis_servers:
+            redis_server.stop()
     result["storedEvents"] = count_stored(data_dir)
     shutil.rmtree(data_dir, ignore_errors=True)
     return result
 
 
-def measured_pairs(wrk: str, *, seconds: int, connections: int, repeat: int) -> list[dict]:
+def measured_pairs(wrk: str, *, seconds: int, connections: int, repeat: int, log: str) -> list[dict]:
     """``repeat`` pairs of runs, the bare endpoint first in odd pairs and Aisle first in even ones: this
     VM's speed drifts by a third over minutes, and a ratio from one pair can be a drift between its two
     runs rather than a difference between the servers."""
     run = {
         "bare": lambda: bench_bare(wrk, seconds=seconds, connections=connections),
-        "aisle": lambda: bench_aisle(wrk, seconds=seconds, connections=connections),
+        "aisle": lambda: bench_aisle(wrk, seconds=seconds, connections=connections, log=log),
     }
     pairs = []
     for n in range(repeat):
@@ -219,10 +239,16 @@ def main() -> None:
     parser.add_argument(
         "--repeat", type=int, default=1, help="Pairs of runs; with more than one, medians too."
     )
+    parser.add_argument(
+        "--log", choices=("file", "redis", "redis-split"), default="file",
+        help="Aisle's durable log: files in the data directory, or a Redis Stream (a durable "
+        "redis-server started for the run, and `aisle flush` beside the server; redis-split: the hot "
+        "state on a second redis-server that does not sync).",
+    )  # fmt: skip
     args = parser.parse_args()
     wrk = ensure_wrk()
     pairs = measured_pairs(
-        wrk, seconds=args.seconds, connections=args.connections, repeat=max(1, args.repeat)
+        wrk, seconds=args.seconds, connections=args.connections, repeat=max(1, args.repeat), log=args.log
     )
     report = {
         "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",

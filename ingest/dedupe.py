@@ -105,18 +105,8 @@ class RecentKeys:
 
 
 class SharedKeysUnavailable(OSError):
-    """Redis did not answer a claim: nothing was stored, the client retries."""
+    """Redis did not answer about recent keys: nothing was stored, the client retries."""
 
-
-# A claim per key: SET NX with the window as its expiry. A key repeated within one call is set by
-# its first occurrence, so the later ones answer 0, as a re-send would.
-_CLAIM_SCRIPT = """
-local fresh = {}
-for i, key in ipairs(KEYS) do
-  fresh[i] = redis.call('SET', key, '1', 'NX', 'EX', ARGV[1]) and 1 or 0
-end
-return fresh
-"""
 
 _FILTER_SCRIPT = """
 local fresh, seen = {}, {}
@@ -131,13 +121,13 @@ return fresh
 class RedisRecentKeys:
     """The same window shared by every API process of a scaled-out install: one Redis key per stored
     key, expiring with the window, named by a 128-bit digest of (site, key) so every process names it
-    alike (Python's own string hash differs between processes)."""
+    alike (Python's own string hash differs between processes). Event ids are claimed by the Redis
+    log as it logs their batch (``StreamLog.append_claiming``)."""
 
     def __init__(self, client: redis.Redis, table: str, *, window_seconds: int = WINDOW_SECONDS) -> None:
         self.window_seconds = window_seconds
         self._client = client
         self._prefix = f"aisle:seen:{table}:".encode()
-        self._claim = client.register_script(_CLAIM_SCRIPT)
         self._filter = client.register_script(_FILTER_SCRIPT)
 
     def keys_of(self, site_id: str, keys: Iterable[str]) -> list[bytes]:
@@ -149,11 +139,6 @@ class RedisRecentKeys:
             return call(*args, **kwargs)
         except redis.RedisError as exc:
             raise SharedKeysUnavailable(f"Redis did not answer for recent keys: {exc}") from exc
-
-    def claim(self, keys: list[bytes]) -> list[bool]:
-        if not keys:
-            return []
-        return [bool(flag) for flag in self._run(self._claim, keys=keys, args=[self.window_seconds])]
 
     def filter_new(self, keys: list[bytes]) -> list[bool]:
         if not keys:
@@ -168,11 +153,6 @@ class RedisRecentKeys:
         for key in keys:
             pipe.set(key, b"1", ex=ttl)
         self._run(pipe.execute)
-
-    def release(self, keys: Iterable[bytes]) -> None:
-        doomed = list(keys)
-        if doomed:
-            self._run(self._client.delete, *doomed)
 
     def __contains__(self, key: bytes) -> bool:
         return bool(self._run(self._client.exists, key))

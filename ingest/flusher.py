@@ -64,7 +64,11 @@ def _keys(keys: SharedKeys, wire: pa.Table, column: str) -> list:
     sites, values = wire["site_id"], wire[column].to_pylist()
     if pc.count_distinct(sites).as_py() == 1:
         return keys.keys_of(sites[0].as_py(), values)
-    return [key for site, value in zip(sites.to_pylist(), values, strict=True) for key in keys.keys_of(site, [value])]
+    return [
+        key
+        for site, value in zip(sites.to_pylist(), values, strict=True)
+        for key in keys.keys_of(site, [value])
+    ]
 
 
 class LogSource(Protocol):

@@ -7,20 +7,17 @@ the cost of one disk flush. Readers (the flusher) only ever see whole, synced li
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
-import queue
-import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import orjson
 
+from warehouse.group_commit import Closed, GroupCommit
 from warehouse.lake import fsync_path
 
 SEGMENT_SUFFIX = ".log"
@@ -31,10 +28,6 @@ CHECKPOINT = "checkpoint.json"
 class Position:
     segment: int
     offset: int
-
-
-class LogClosed(RuntimeError):
-    pass
 
 
 def _segment_name(number: int) -> str:
@@ -167,77 +160,11 @@ class LogReader(LogFiles):
         return Position(last, (self.directory / _segment_name(last)).stat().st_size)
 
 
+LogClosed = Closed
+
+
 class LogWriteFailed(OSError):
     """An append that did not become durable (nothing of it was acknowledged; the client retries)."""
-
-
-class GroupCommit:
-    """Appends gathered by one writer thread: every request waiting when a write begins shares it
-    and its sync. ``_write`` makes a group's payloads durable or raises."""
-
-    def __init__(self, *, name: str, max_group: int = 4096) -> None:
-        self.max_group = max_group
-        self._queue: queue.SimpleQueue[tuple[bytes, Future] | None] = queue.SimpleQueue()
-        self._closed = False
-        self._writer = threading.Thread(target=self._write_loop, name=name, daemon=True)
-        self._writer.start()
-
-    def _write(self, payloads: list[bytes]) -> None:
-        raise NotImplementedError
-
-    def submit(self, payload: bytes) -> Future:
-        """Queue complete JSON lines; the future resolves once they are durable."""
-        if self._closed:
-            raise LogClosed("the log is closed")
-        future: Future = Future()
-        self._queue.put((payload, future))
-        return future
-
-    async def append(self, payload: bytes) -> None:
-        if self._closed:
-            raise LogClosed("the log is closed")
-        future = asyncio.get_running_loop().create_future()
-        self._queue.put((payload, future))
-        await future
-
-    def append_sync(self, payload: bytes) -> None:
-        self.submit(payload).result()
-
-    def _write_loop(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            group = [item]
-            while len(group) < self.max_group:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    self._queue.put(None)
-                    break
-                group.append(more)
-            error: OSError | None = None
-            try:
-                self._write([payload for payload, _ in group])
-            except OSError as exc:
-                error = exc
-            _settle([waiter for _, waiter in group], error)
-            if error is None:
-                self._after_write()
-
-    def _after_write(self) -> None:
-        """Housekeeping once a group's waiters are answered (its failure must not fail them)."""
-
-    def _stop_writer(self) -> bool:
-        """Stop taking appends and let the queued ones finish; False when already closed."""
-        if self._closed:
-            return False
-        self._closed = True
-        self._queue.put(None)
-        self._writer.join(timeout=30)
-        return True
 
 
 class DurableLog(LogFiles, GroupCommit):
@@ -311,32 +238,6 @@ class DurableLog(LogFiles, GroupCommit):
     def close(self) -> None:
         if self._stop_writer():
             os.close(self._fd)
-
-
-def _settle(waiters: list, error: OSError | None) -> None:
-    """Wake every waiter of a group: thread futures directly, event-loop futures with one callback
-    per loop (one wake-up of the loop for the whole group, not one per request)."""
-    by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future]] = {}
-    for waiter in waiters:
-        if isinstance(waiter, asyncio.Future):
-            by_loop.setdefault(waiter.get_loop(), []).append(waiter)
-        elif error is None:
-            waiter.set_result(None)
-        else:
-            waiter.set_exception(error)
-    for loop, futures in by_loop.items():
-        with contextlib.suppress(RuntimeError):  # the loop closed; nobody waits any more
-            loop.call_soon_threadsafe(_settle_on_loop, futures, error)
-
-
-def _settle_on_loop(futures: list[asyncio.Future], error: OSError | None) -> None:
-    for future in futures:
-        if future.done():
-            continue
-        if error is None:
-            future.set_result(None)
-        else:
-            future.set_exception(error)
 
 
 def _last_good_end(data: bytes, *, start: int) -> int:

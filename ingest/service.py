@@ -222,9 +222,19 @@ class Ingest:
             columns = {name: list(compress(values, fresh)) for name, values in columns.items()}
         return (encode_event_batch(common_columns(ctx), columns) if columns["event_id"] else None), duplicates
 
+    def _claiming(self, site_id: str, event_ids: list[str]) -> tuple[StreamLog, list[bytes]] | None:
+        """On a Redis log, the stream and the keys its script claims as it logs a batch."""
+        if self._redis is None or not event_ids:
+            return None
+        return self.logs[EVENTS.name], self.keys[EVENTS.name].keys_of(site_id, event_ids)
+
     async def _store_events(
         self, columns: EventColumns, failures: EventFailures, ctx: Context
     ) -> BatchResult:
+        if claiming := self._claiming(ctx.site_id, columns["event_id"]):
+            stream, keys = claiming
+            fresh = await stream.append_claiming(encode_event_batch(common_columns(ctx), columns), keys)
+            return _batch_result(columns["event_id"], failures, len(fresh) - sum(fresh))
         with self._claimed(ctx.site_id, columns["event_id"]) as fresh:
             line, duplicates = self._new_events_line(columns, ctx, fresh)
             if line:
@@ -241,6 +251,10 @@ class Ingest:
 
     async def accept_prepared_events(self, batch: PreparedBatch, site_id: str) -> BatchResult:
         """``accept_events`` for a batch a worker process validated and encoded (``ingest.batch_worker``)."""
+        if claiming := self._claiming(site_id, batch.event_ids):
+            stream, keys = claiming
+            fresh = await stream.append_claiming(batch.line, keys)
+            return _batch_result(batch.event_ids, batch.failures, len(fresh) - sum(fresh))
         with self._claimed(site_id, batch.event_ids) as fresh:
             duplicates = len(fresh) - sum(fresh)
             line = batch.line if not duplicates else without_events(batch.line, fresh)
@@ -250,6 +264,10 @@ class Ingest:
 
     def accept_events_sync(self, raws: list[Any], ctx: Context) -> BatchResult:
         columns, failures = event_log_columns(raws, ctx)
+        if claiming := self._claiming(ctx.site_id, columns["event_id"]):
+            stream, keys = claiming
+            fresh = stream.append_claiming_sync(encode_event_batch(common_columns(ctx), columns), keys)
+            return _batch_result(columns["event_id"], failures, len(fresh) - sum(fresh))
         with self._claimed(ctx.site_id, columns["event_id"]) as fresh:
             line, duplicates = self._new_events_line(columns, ctx, fresh)
             if line:

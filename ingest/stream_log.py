@@ -17,14 +17,40 @@ stored twice.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import redis
 
+from ingest.dedupe import WINDOW_SECONDS
 from ingest.log import Chunk, GroupCommit, LogWriteFailed
 
 GROUP = CONSUMER = "lake"
 PAYLOAD = b"d"
+
+# Claims a batch's event ids (SET NX, expiring with the dedupe window) and logs its line when any id
+# is new, in one step: a claim never exists without its line, so nothing claimed is ever released,
+# and a re-send after an append whose answer was lost is rightly a duplicate. Ids of the line that
+# were already claimed are dropped by the flusher, which checks every key.
+# KEYS: the stream, then one key per event id; ARGV: the window in seconds, the line.
+_CLAIM_AND_LOG = """
+local fresh, any = {}, false
+for i = 2, #KEYS do
+  local new = redis.call('SET', KEYS[i], '1', 'NX', 'EX', ARGV[1])
+  fresh[i - 1] = new and 1 or 0
+  any = any or new
+end
+if any then
+  redis.call('XADD', KEYS[1], '*', 'd', ARGV[2])
+end
+return fresh
+"""
+
+
+@dataclass(frozen=True)
+class _Claiming:
+    payload: bytes
+    keys: list[bytes]
 
 
 class LogNotDurable(RuntimeError):
@@ -60,13 +86,15 @@ class StreamLog(GroupCommit):
         table: str,
         *,
         directory: Path,
+        claim_seconds: int = WINDOW_SECONDS,
         max_group: int = 4096,
         entries_per_read: int = 4096,
     ) -> None:
         """``directory``: where this table's flush lock lives (in the data directory every process
-        of the install shares)."""
+        of the install shares); ``claim_seconds``: how long a claimed key stays claimed."""
         self.client = client
         self.key = stream_key(table)
+        self.claim_seconds = claim_seconds
         self.directory = directory
         self.entries_per_read = entries_per_read
         directory.mkdir(parents=True, exist_ok=True)
@@ -77,16 +105,35 @@ class StreamLog(GroupCommit):
                 raise
         super().__init__(name=f"stream-{table}", max_group=max_group)
 
-    def _write(self, payloads: list[bytes]) -> None:
+    async def append_claiming(self, payload: bytes, keys: list[bytes]) -> list[bool]:
+        """Claim ``keys`` and log ``payload`` when any of them is new; which ones were."""
+        return await self.call(_Claiming(payload, keys))
+
+    def append_claiming_sync(self, payload: bytes, keys: list[bytes]) -> list[bool]:
+        return self.submit(_Claiming(payload, keys)).result()
+
+    def _write(self, items: list[bytes | _Claiming]) -> list[list[bool] | None | Exception]:
         pipe = self.client.pipeline(transaction=False)
-        for payload in payloads:
-            pipe.xadd(self.key, {PAYLOAD: payload})
+        for item in items:
+            if isinstance(item, _Claiming):
+                pipe.eval(
+                    _CLAIM_AND_LOG, 1 + len(item.keys), self.key, *item.keys, self.claim_seconds, item.payload
+                )
+            else:
+                pipe.xadd(self.key, {PAYLOAD: item})
         try:
-            pipe.execute()
+            answers = pipe.execute(raise_on_error=False)
         except redis.RedisError as exc:
-            # Some entries of the group may have been added: the clients retry the whole group, and
-            # the flusher stores each key once.
+            # Some items of the group may have been logged: their clients retry, and the flusher
+            # stores each key once.
             raise LogWriteFailed(f"Redis did not take the append: {exc}") from exc
+        results: list[list[bool] | None | Exception] = []
+        for item, answer in zip(items, answers, strict=True):
+            if isinstance(answer, Exception):
+                results.append(LogWriteFailed(f"Redis refused the append: {answer}"))
+            else:
+                results.append([bool(flag) for flag in answer] if isinstance(item, _Claiming) else None)
+        return results
 
     def close(self) -> None:
         self._stop_writer()

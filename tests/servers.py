@@ -68,7 +68,9 @@ class RedisServer:
             raise RuntimeError("redis-server is not installed; scripts/test.sh installs it")
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="aisle-redis-")
-        persistence = ["--appendonly", "yes", "--appendfsync", "always"] if durable else ["--appendonly", "no"]
+        persistence = (
+            ["--appendonly", "yes", "--appendfsync", "always"] if durable else ["--appendonly", "no"]
+        )
         self.command = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", *persistence,
                         "--dir", self.dir]  # fmt: skip
         self.start()

@@ -10,9 +10,11 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import redis
+
+from warehouse.group_commit import GroupCommit
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,10 @@ class WindowCount:
 
 class HotState(Protocol):
     def hit(self, key: str, *, window_seconds: int, amount: int = 1) -> WindowCount: ...
+
+    async def hit_async(self, key: str, *, window_seconds: int, amount: int = 1) -> WindowCount:
+        """``hit`` for the event loop: waits for Redis without holding the loop."""
+        ...
 
     def peek(self, key: str) -> WindowCount: ...
 
@@ -66,6 +72,9 @@ class InProcessHotState:
             count += amount
             self._counters[key] = (count, expires)
             return WindowCount(count, max(1, math.ceil(expires - now)))
+
+    async def hit_async(self, key: str, *, window_seconds: int, amount: int = 1) -> WindowCount:
+        return self.hit(key, window_seconds=window_seconds, amount=amount)
 
     def peek(self, key: str) -> WindowCount:
         with self._lock:
@@ -123,15 +132,47 @@ return {count, ttl}
 """
 
 
+class PipelinedCalls(GroupCommit):
+    """Redis commands from the event loop, sent by one thread: the loop goes on while Redis answers,
+    and the commands of concurrent requests share one round trip (and, on a Redis that syncs its
+    append-only file before answering, one sync)."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self._client = client
+        super().__init__(name="redis-calls")
+
+    def _write(self, commands: list[tuple]) -> list[Any]:
+        pipe = self._client.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        try:
+            return pipe.execute(raise_on_error=False)
+        except redis.RedisError as exc:
+            return [exc] * len(commands)
+
+
 class RedisHotState:
     def __init__(self, url: str, *, prefix: str = "aisle:") -> None:
         self._redis = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
         self._prefix = prefix
         self._hit = self._redis.register_script(_HIT_SCRIPT)
+        self._calls: PipelinedCalls | None = None  # started by the first call from an event loop
+        self._calls_lock = threading.Lock()
 
     def hit(self, key: str, *, window_seconds: int, amount: int = 1) -> WindowCount:
         count, ttl_ms = self._hit(keys=[self._prefix + key], args=[amount, window_seconds * 1000])
-        return WindowCount(int(count), max(1, math.ceil(int(ttl_ms) / 1000)))
+        return _window(count, ttl_ms)
+
+    async def hit_async(self, key: str, *, window_seconds: int, amount: int = 1) -> WindowCount:
+        command = ("EVAL", _HIT_SCRIPT, 1, self._prefix + key, amount, window_seconds * 1000)
+        count, ttl_ms = await self._pipelined().call(command)
+        return _window(count, ttl_ms)
+
+    def _pipelined(self) -> PipelinedCalls:
+        with self._calls_lock:
+            if self._calls is None:
+                self._calls = PipelinedCalls(self._redis)
+            return self._calls
 
     def peek(self, key: str) -> WindowCount:
         pipe = self._redis.pipeline()
@@ -162,6 +203,10 @@ class RedisHotState:
 
     def ping(self) -> None:
         self._redis.ping()
+
+
+def _window(count, ttl_ms) -> WindowCount:
+    return WindowCount(int(count), max(1, math.ceil(int(ttl_ms) / 1000)))
 
 
 def _glob_escape(text: str) -> str:

@@ -69,7 +69,9 @@ def test_a_re_sent_batch_is_stored_once_whichever_server_takes_it(app, server, s
     other = create_app(settings)  # a second API process on the same data directory and Redis
     with LiveServer(other) as other_server:
         first = post_events(server.url, shop, [page_view("e-1"), page_view("e-2")]).json()
-        again = post_events(other_server.url, shop, [page_view("e-1"), page_view("e-2"), page_view("e-3")]).json()
+        again = post_events(
+            other_server.url, shop, [page_view("e-1"), page_view("e-2"), page_view("e-3")]
+        ).json()
         assert (first["duplicates"], again["duplicates"]) == (0, 2)
         other.state.ingest.flush()
     assert lake_ids(app) == ["e-1", "e-2", "e-3"]

@@ -149,7 +149,7 @@ def test_a_batch_logged_twice_after_an_unanswered_append_is_stored_once(tmp_path
     assert stored(tmp_path) == ["e-1", "e-2"]
 
 
-def test_a_failed_append_answers_an_os_error_and_releases_the_claims(tmp_path, opened, redis_log_url, monkeypatch):
+def test_a_failed_append_answers_an_os_error_and_claims_nothing(tmp_path, opened, redis_log_url, monkeypatch):
     api = api_process(opened, tmp_path, redis_log_url)
 
     def refused(self, payloads):
@@ -190,3 +190,24 @@ def test_the_background_flusher_replays_what_it_finds_on_start(tmp_path, opened,
     opened.append(flusher)
     flusher.start()
     assert stored(tmp_path) == ["e-1"]
+
+
+def test_a_re_send_after_an_append_whose_answer_was_lost_is_a_duplicate_stored_once(
+    tmp_path, opened, redis_log_url, monkeypatch
+):
+    """Claims and the line are logged in one step: the ids claimed are exactly the ids logged."""
+    api = api_process(opened, tmp_path, redis_log_url)
+    real_write = StreamLog._write
+
+    def answer_lost(self, items):
+        real_write(self, items)
+        raise LogWriteFailed("connection lost after the write")
+
+    monkeypatch.setattr(StreamLog, "_write", answer_lost)
+    with pytest.raises(OSError, match="connection lost"):
+        api.accept_events_sync([event("e-1"), event("e-2")], ctx())
+    monkeypatch.undo()
+    assert api.accept_events_sync([event("e-1"), event("e-2")], ctx()).duplicates == 2
+    assert stream_entries(redis_log_url) == 1
+    assert api.flush() == 2
+    assert stored(tmp_path) == ["e-1", "e-2"]

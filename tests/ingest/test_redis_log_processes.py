@@ -85,7 +85,10 @@ def test_aisle_flush_refuses_a_file_log_and_a_second_flusher(tmp_path, redis_log
     assert "AISLE_DURABLE_LOG=redis" in refused.stderr
     no_redis = subprocess.run([AISLE, "flush"], env={**env, "AISLE_DURABLE_LOG": "redis"}, capture_output=True,
                               text=True, timeout=60)  # fmt: skip
-    assert (no_redis.returncode, no_redis.stderr) == (2, "error: settings: AISLE_DURABLE_LOG=redis needs AISLE_REDIS_URL\n")
+    assert (no_redis.returncode, no_redis.stderr) == (
+        2,
+        "error: settings: AISLE_DURABLE_LOG=redis needs AISLE_REDIS_URL\n",
+    )
     first = start_flusher(data_dir, redis_log_url)
     try:
         wait_until_locked(data_dir / "ingest.lock")
@@ -115,5 +118,8 @@ def test_aisle_import_on_a_redis_log_stores_through_the_stream(tmp_path, redis_l
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert json.loads(again.stdout)["duplicates"] == 2  # the order ids are known in Redis
     glob = str(data_dir / "lake" / "orders" / "*" / "*" / "*.parquet")
-    assert sorted(r[0] for r in duckdb.sql(f"SELECT order_id FROM read_parquet('{glob}')").fetchall()) == ["o-1", "o-2"]
+    assert sorted(r[0] for r in duckdb.sql(f"SELECT order_id FROM read_parquet('{glob}')").fetchall()) == [
+        "o-1",
+        "o-2",
+    ]
     assert redis.Redis.from_url(redis_log_url).xlen("aisle:log:orders") == 0

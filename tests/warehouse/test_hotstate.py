@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import uuid
@@ -138,6 +139,21 @@ def test_concurrent_hits_are_counted_exactly(backend):
     assert hot.peek("busy").count == 400
     # Every hit saw its own count: no two hits were merged or lost.
     assert sorted(counts) == list(range(1, 401))
+
+
+def test_hits_from_the_event_loop_count_with_the_others_exactly(backend):
+    """``hit_async``, as the events route counts: concurrent hits go to Redis together."""
+    hot = backend.hot
+
+    async def hit_many() -> list[int]:
+        windows = await asyncio.gather(*(hot.hit_async("loop", window_seconds=60) for _ in range(200)))
+        return [w.count for w in windows]
+
+    assert hot.hit("loop", window_seconds=60).count == 1
+    counts = asyncio.run(hit_many())
+    assert sorted(counts) == list(range(2, 202))
+    assert {w.reset_in for w in [hot.peek("loop")]} <= {59, 60}
+    assert hot.hit("loop", window_seconds=60).count == 202
 
 
 def test_concurrent_claims_have_exactly_one_winner(backend):
