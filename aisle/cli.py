@@ -114,7 +114,10 @@ def demo(data_dir: DataDir = None) -> None:
     from aisle.demo import load_demo
 
     _, store = _store(data_dir)
-    typer.echo(json.dumps(load_demo(store, data_dir=_settings(data_dir).data_dir), indent=2))
+    settings = _settings(data_dir)
+    typer.echo(
+        json.dumps(load_demo(store, data_dir=settings.data_dir, stream_url=settings.stream_url), indent=2)
+    )
 
 
 @app.command("import")

@@ -178,12 +178,14 @@ def load_demo(
     days: int = DEMO_DAYS,
     visitors: int = DEMO_VISITORS,
     end: date | None = None,
+    stream_url: str | None = None,
 ) -> dict[str, Any]:
     """Create (or refresh) the demo login and sites. Traffic ends at midnight UTC of ``end``
     (today by default) and is loaded only when its site is created.
 
-    The lake needs the data directory to itself: while another process (``aisle serve``) holds it,
-    the sites that would need traffic are not created, and a warning says so."""
+    On a file log the lake needs the data directory to itself: while another process (``aisle
+    serve``) holds it, the sites that would need traffic are not created, and a warning says so. On a
+    Redis log (``stream_url``) the traffic goes through the streams, beside any server."""
     with store.connect() as conn:
         user = users.get_by_email(conn, email=DEMO_EMAIL)
     if user is None:
@@ -207,7 +209,10 @@ def load_demo(
     if missing:
         try:
             # Only explicit flushes: one set of files per partition, not one per second.
-            ingest = Ingest(data_dir=Path(data_dir), flush_interval_seconds=3600)
+            ingest = Ingest(
+                data_dir=Path(data_dir), flush_interval_seconds=3600, stream_url=stream_url,
+                flush_in_background=stream_url is None,
+            )  # fmt: skip
         except DataDirBusy as exc:
             ingest = None
             warnings.append(

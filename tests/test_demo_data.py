@@ -531,3 +531,21 @@ def test_load_demo_leaves_the_traffic_sites_for_later_while_another_process_hold
     free = load_demo(demo_store, data_dir=data_dir, visitors=20, days=7, end=END)
     assert free["siteId"] == busy["siteId"]
     assert len(free["sites"]) == 3 and set(free["loaded"]) == {s.name for s in DEMO_TRAFFIC_SITES}
+
+
+@pytest.mark.redis
+def test_load_demo_on_a_redis_log_loads_the_traffic_beside_the_servers(tmp_path, demo_store, redis_log_url):
+    data_dir = tmp_path / "data"
+    server = Ingest(data_dir=data_dir, stream_url=redis_log_url, flush_in_background=False)
+    try:
+        loaded = load_demo(
+            demo_store, data_dir=data_dir, visitors=20, days=7, end=END, stream_url=redis_log_url
+        )
+    finally:
+        server.stop()
+    assert "warnings" not in loaded and len(loaded["sites"]) == 3
+    counts = lake_counts(data_dir)
+    for site in loaded["sites"]:
+        assert counts["events"][site["siteId"]] == loaded["loaded"][site["name"]]["eventsAccepted"] > 0
+        assert counts["orders"].get(site["siteId"], 0) == loaded["loaded"][site["name"]]["orders"]
+    assert sum(counts["orders"].values()) > 0
