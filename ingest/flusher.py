@@ -1,9 +1,11 @@
-"""The flusher: turns the durable log into Parquet partitions and advances the checkpoint.
+"""The flusher: turns the durable log into Parquet partitions and commits what it wrote (a file
+log's checkpoint, a Redis log's acknowledgements).
 
 Exactly once: rows whose key (event id, order id) was stored within the dedupe window are dropped,
-so a replay after a crash between writing Parquet and saving the checkpoint stores nothing twice.
-Events claim their keys when they are accepted (see ``Ingest``), so their flusher only checks keys
-when it replays what the log held before this process started.
+so a replay after a crash between writing Parquet and committing stores nothing twice. On a file
+log, events claim their keys when they are accepted (see ``Ingest``), so their flusher only checks
+keys when it replays what the log held before this process started; a Redis log's flusher checks
+every row.
 """
 
 from __future__ import annotations
@@ -166,8 +168,9 @@ class Flusher:
         written = 0
         with self.lock:
             for chunk in self.source.chunks():
-                check = chunk.replay or not self.claimed_at_accept
-                written += self._store(self.decode(chunk.data), check_keys=check)
+                if chunk.data:  # a stream's entries may all be deleted ones
+                    check = chunk.replay or not self.claimed_at_accept
+                    written += self._store(self.decode(chunk.data), check_keys=check)
                 chunk.commit()
         return written
 

@@ -23,7 +23,8 @@ from pathlib import Path
 import redis
 
 from ingest.dedupe import WINDOW_SECONDS
-from ingest.log import Chunk, GroupCommit, LogWriteFailed
+from ingest.log import Chunk, LogWriteFailed
+from warehouse.group_commit import GroupCommit
 
 GROUP = CONSUMER = "lake"
 PAYLOAD = b"d"
