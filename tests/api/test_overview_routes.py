@@ -84,7 +84,7 @@ def test_dashboard_summary_compares_with_the_period_before(app, owner):
 
 def test_events_breakdown_by_name(app, owner):
     site = owner.make_site()
-    load(app, owner, site)
+    load(app, owner, site, ago=timedelta(seconds=1))  # `days: 1` is today (UTC) only
     body = owner.get("/analytics/events/breakdown", params={"days": 1, "siteId": site["id"]}).json()
     assert body["events"] == [
         {"name": "page_view", "family": "page", "count": 3, "people": 2},

@@ -14,20 +14,54 @@ import time
 from pathlib import Path
 
 import duckdb
+import httpx
 import pytest
 import redis
 
-from tests.ingest.test_kill9 import AISLE, Load, assert_stored_exactly_once, start_server
+from tests.ingest.test_kill9 import AISLE, Load, assert_stored_exactly_once, start_server, stored_event_ids
 from tests.kill9_support import prepare_site
 from tests.servers import free_port
 
 pytestmark = pytest.mark.redis
 
 
-def start_flusher(data_dir, redis_url: str) -> subprocess.Popen:
+def start_flusher(data_dir: Path, redis_url: str) -> subprocess.Popen:
+    """`aisle flush`; what it writes to stderr is in ``flusher_errors(data_dir)``."""
     env = {**os.environ, "AISLE_DATA_DIR": str(data_dir), "AISLE_REDIS_URL": redis_url,
            "AISLE_DURABLE_LOG": "redis"}  # fmt: skip
-    return subprocess.Popen([AISLE, "flush"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with open(data_dir.parent / "flush.stderr", "ab") as errors:
+        return subprocess.Popen([AISLE, "flush"], env=env, stdout=subprocess.DEVNULL, stderr=errors)
+
+
+def flusher_errors(data_dir: Path) -> str:
+    return (data_dir.parent / "flush.stderr").read_text()
+
+
+def test_accepted_events_reach_the_lake_within_two_seconds(tmp_path, redis_log_url):
+    data_dir = tmp_path / "data"
+    site_key = prepare_site(data_dir)
+    port = free_port()
+    processes = [start_server(data_dir, port, redis_url=redis_log_url, durable_log="redis"),
+                 start_flusher(data_dir, redis_log_url)]  # fmt: skip
+    try:
+        wait_until_locked(data_dir / "ingest.lock")  # the flusher is up
+        events = [
+            {"name": "page_view", "eventId": f"e-{n}", "visitorId": "v-1", "sessionId": "s-1"}
+            for n in range(50)
+        ]
+        response = httpx.post(f"http://127.0.0.1:{port}/api/v1/public/sites/{site_key}/events/batch",
+                              json={"events": events}, headers={"Origin": "https://shop.example.com"})  # fmt: skip
+        assert response.status_code == 200
+        accepted = time.monotonic()
+        while len(stored_event_ids(data_dir)) < 50 and time.monotonic() - accepted < 2:
+            time.sleep(0.05)
+        assert sorted(stored_event_ids(data_dir)) == sorted(e["eventId"] for e in events)
+        assert time.monotonic() - accepted < 2
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        for process in processes:
+            process.wait(timeout=60)
 
 
 def test_acknowledged_events_survive_kill_9_of_every_process_exactly_once(tmp_path, redis_log_url):
@@ -58,7 +92,7 @@ def test_acknowledged_events_survive_kill_9_of_every_process_exactly_once(tmp_pa
         flusher.wait(timeout=5)
     except subprocess.TimeoutExpired:
         flusher.send_signal(signal.SIGTERM)  # it flushes on start, and once more when it stops
-    assert flusher.wait(timeout=60) == 0, flusher.stderr.read().decode()
+    assert flusher.wait(timeout=60) == 0, flusher_errors(data_dir)
     assert_stored_exactly_once(data_dir, load.acknowledged)
 
 
@@ -94,7 +128,7 @@ def test_aisle_flush_refuses_a_file_log_and_a_second_flusher(tmp_path, redis_log
         wait_until_locked(data_dir / "ingest.lock")
         second = start_flusher(data_dir, redis_log_url)
         assert second.wait(timeout=60) == 2
-        assert "another Aisle process writes to" in second.stderr.read().decode()
+        assert "another Aisle process writes to" in flusher_errors(data_dir)
     finally:
         first.send_signal(signal.SIGTERM)
         assert first.wait(timeout=60) == 0
