@@ -5,14 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def prepare_site(data_dir: Path) -> str:
+def prepare_site(data_dir: Path, database_url: str | None = None) -> str:
+    """A verified site for `shop.example.com`; its site key. ``database_url``: the config store, when
+    it is not the data directory's SQLite file."""
     from aisle.settings import Settings
     from api.auth.service import create_user
     from api.sites.tracking_config import default_tracking_config
     from warehouse.catalog import sites
     from warehouse.catalog.store import create_store_engine, migrate
 
-    settings = Settings(data_dir=data_dir)
+    settings = Settings(data_dir=data_dir, database_url=database_url)
     settings.prepare_data_dir()
     store = create_store_engine(settings.resolved_database_url)
     migrate(store)

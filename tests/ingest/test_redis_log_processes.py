@@ -25,10 +25,10 @@ from tests.servers import free_port
 pytestmark = pytest.mark.redis
 
 
-def start_flusher(data_dir: Path, redis_url: str) -> subprocess.Popen:
+def start_flusher(data_dir: Path, redis_url: str, database_url: str | None = None) -> subprocess.Popen:
     """`aisle flush`; what it writes to stderr is in ``flusher_errors(data_dir)``."""
     env = {**os.environ, "AISLE_DATA_DIR": str(data_dir), "AISLE_REDIS_URL": redis_url,
-           "AISLE_DURABLE_LOG": "redis"}  # fmt: skip
+           "AISLE_DURABLE_LOG": "redis", **({"AISLE_DATABASE_URL": database_url} if database_url else {})}  # fmt: skip
     with open(data_dir.parent / "flush.stderr", "ab") as errors:
         return subprocess.Popen([AISLE, "flush"], env=env, stdout=subprocess.DEVNULL, stderr=errors)
 
@@ -64,13 +64,16 @@ def test_accepted_events_reach_the_lake_within_two_seconds(tmp_path, redis_log_u
             process.wait(timeout=60)
 
 
-def test_acknowledged_events_survive_kill_9_of_every_process_exactly_once(tmp_path, redis_log_url):
+def test_acknowledged_events_survive_kill_9_of_every_process_exactly_once(
+    tmp_path, redis_log_url, postgres_url
+):
+    """As a scaled-out install runs: the config store on PostgreSQL, hot state and log on Redis."""
     data_dir = tmp_path / "data"
-    site_key = prepare_site(data_dir)
+    site_key = prepare_site(data_dir, database_url=postgres_url)
     ports = [free_port(), free_port()]
-    on_redis = {"redis_url": redis_log_url, "durable_log": "redis"}
-    processes = [start_server(data_dir, port, **on_redis) for port in ports]
-    processes.append(start_flusher(data_dir, redis_log_url))
+    shared = {"redis_url": redis_log_url, "durable_log": "redis", "database_url": postgres_url}
+    processes = [start_server(data_dir, port, **shared) for port in ports]
+    processes.append(start_flusher(data_dir, redis_log_url, database_url=postgres_url))
     load = Load(site_key, ports)
     try:
         load.start()
@@ -87,7 +90,7 @@ def test_acknowledged_events_survive_kill_9_of_every_process_exactly_once(tmp_pa
 
     assert len(load.acknowledged) >= 8000
     # The next flusher reads what its predecessor left unacknowledged, then the rest of the streams.
-    flusher = start_flusher(data_dir, redis_log_url)
+    flusher = start_flusher(data_dir, redis_log_url, database_url=postgres_url)
     try:
         flusher.wait(timeout=5)
     except subprocess.TimeoutExpired:
