@@ -65,7 +65,8 @@ def serve(
     data_dir: DataDir = None,
 ) -> None:
     """Run the HTTP service. Config store: AISLE_DATABASE_URL (SQLite in the data dir by default);
-    hot state: AISLE_REDIS_URL (in process by default)."""
+    hot state: AISLE_REDIS_URL (in process by default); durable log: AISLE_DURABLE_LOG (files in the
+    data dir by default; `redis` for many servers on one data dir, with one `aisle flush`)."""
     import uvicorn
 
     settings = _settings(data_dir)
@@ -148,7 +149,8 @@ def import_(
     data_dir: DataDir = None,
 ) -> None:
     """Load events or orders through the same validation as the API; prints a JSON summary with
-    rejected rows by reason. Run it while `aisle serve` is stopped (one writer per data dir). With
+    rejected rows by reason. Run it while `aisle serve` is stopped (one writer per data dir), or at
+    any time on a Redis log (AISLE_DURABLE_LOG=redis). With
     --products, load a product feed into the catalog (as POST /analytics/product/:siteId/feed does);
     that needs no lake and may run beside `aisle serve`."""
     if products:
