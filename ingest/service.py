@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from ingest.batch_worker import PreparedBatch
 
 Failures = list[tuple[int, Rejected]]
+# A Redis log's entries normally reach the lake within a flush interval or two.
+STALE_BACKLOG_SECONDS = 60
 BatchRows = Callable[[list[Any], Context], tuple[list[dict[str, Any]], Failures]]
 
 
@@ -180,6 +182,20 @@ class Ingest:
         self._started = False
         if self._lock_handle is not None and not self._lock_handle.closed:
             self._lock_handle.close()
+
+    def backlog(self) -> str | None:
+        """On a Redis log, what waits for `aisle flush` (health reports it; None on a file log)."""
+        if self._redis is None:
+            return None
+        now_ms = int(time.time() * 1000)
+        waiting = {name: (log.length(), log.oldest_age_seconds(now_ms)) for name, log in self.logs.items()}
+        oldest = max((age for _, age in waiting.values() if age is not None), default=None)
+        text = f"{sum(n for n, _ in waiting.values())} entries wait for the lake"
+        if oldest is not None:
+            text += f", the oldest for {oldest:.1f} s"
+            if oldest > STALE_BACKLOG_SECONDS:
+                text += " (is `aisle flush` running?)"
+        return text
 
     def flush(self) -> int:
         """Write everything accepted so far to the lake now (tests and admin use this)."""

@@ -183,6 +183,11 @@ class StreamLog(GroupCommit):
     def length(self) -> int:
         return self.client.xlen(self.key)
 
+    def oldest_age_seconds(self, now_ms: int) -> float | None:
+        """How long the oldest entry not yet in the lake has waited (None when none waits)."""
+        first = self.client.xrange(self.key, count=1)
+        return max(0.0, (now_ms - _entry_id(first[0][0])[0]) / 1000) if first else None
+
 
 def _entry_id(value: bytes | str) -> tuple[int, int]:
     millis, _, sequence = _text(value).partition("-")

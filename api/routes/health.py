@@ -1,4 +1,4 @@
-"""Liveness and readiness: config store, data directory and (when configured) Redis."""
+"""Liveness and readiness: config store, data directory and (when configured) Redis and the Redis log."""
 
 from __future__ import annotations
 
@@ -39,6 +39,9 @@ def health(request: Request) -> JSONResponse:
     checks = {"configStore": _check(store_check), "dataDir": _check(data_dir_check)}
     if state.settings.redis_url:
         checks["redis"] = _check(state.hot.ping)
+    if state.settings.stream_url:
+        # Informative: a server accepts and answers while `aisle flush` is away; the lake lags.
+        checks["durableLog"] = _check(state.ingest.backlog)
     healthy = all(c["ok"] for c in checks.values())
     return JSONResponse(
         {"status": "ok" if healthy else "degraded", "checks": checks}, 200 if healthy else 503

@@ -3,11 +3,14 @@ a re-send to any of them is stored once, and a Redis that stops answering is a 5
 
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import redis
 
 from aisle.settings import Settings
 from api.app import create_app
@@ -95,3 +98,22 @@ def test_a_redis_killed_after_the_answer_loses_nothing_and_while_down_answers_50
             assert lake_ids(app) == ["e-1", "e-2", "e-3"]
     finally:
         redis_server.stop()
+
+
+def test_health_tells_what_waits_for_the_lake(app, client, server, shop, redis_log_url):
+    assert client.get("/health").json()["checks"]["durableLog"] == {
+        "ok": True,
+        "detail": "0 entries wait for the lake",
+    }
+    post_events(server.url, shop, [page_view("e-1")])
+    post_events(server.url, shop, [page_view("e-2")])
+    detail = client.get("/health").json()["checks"]["durableLog"]["detail"]
+    assert re.fullmatch(r"2 entries wait for the lake, the oldest for \d+\.\d s", detail), detail
+    # An entry a minute old: nobody is flushing.
+    old_id = f"{int(time.time() * 1000) - 61_000}-0"
+    redis.Redis.from_url(redis_log_url).xadd("aisle:log:orders", {"d": b"{}"}, id=old_id)
+    assert (
+        client.get("/health").json()["checks"]["durableLog"]["detail"].endswith("(is `aisle flush` running?)")
+    )
+    app.state.ingest.flush()
+    assert client.get("/health").json()["checks"]["durableLog"]["detail"] == "0 entries wait for the lake"
