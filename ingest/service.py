@@ -239,8 +239,9 @@ class Ingest:
         return (encode_event_batch(common_columns(ctx), columns) if columns["event_id"] else None), duplicates
 
     def _claiming(self, site_id: str, event_ids: list[str]) -> tuple[StreamLog, list[bytes]] | None:
-        """On a Redis log, the stream and the keys its script claims as it logs a batch."""
-        if self._redis is None or not event_ids:
+        """On a Redis log, the stream and the keys its script claims as it logs a batch (none when
+        no event of the batch is valid: nothing is logged)."""
+        if self._redis is None:
             return None
         return self.logs[EVENTS.name], self.keys[EVENTS.name].keys_of(site_id, event_ids)
 
@@ -249,7 +250,8 @@ class Ingest:
     ) -> BatchResult:
         if claiming := self._claiming(ctx.site_id, columns["event_id"]):
             stream, keys = claiming
-            fresh = await stream.append_claiming(encode_event_batch(common_columns(ctx), columns), keys)
+            line = encode_event_batch(common_columns(ctx), columns) if keys else b""
+            fresh = await stream.append_claiming(line, keys) if keys else []
             return _batch_result(columns["event_id"], failures, len(fresh) - sum(fresh))
         with self._claimed(ctx.site_id, columns["event_id"]) as fresh:
             line, duplicates = self._new_events_line(columns, ctx, fresh)
@@ -269,7 +271,7 @@ class Ingest:
         """``accept_events`` for a batch a worker process validated and encoded (``ingest.batch_worker``)."""
         if claiming := self._claiming(site_id, batch.event_ids):
             stream, keys = claiming
-            fresh = await stream.append_claiming(batch.line, keys)
+            fresh = await stream.append_claiming(batch.line, keys) if keys else []
             return _batch_result(batch.event_ids, batch.failures, len(fresh) - sum(fresh))
         with self._claimed(site_id, batch.event_ids) as fresh:
             duplicates = len(fresh) - sum(fresh)
@@ -282,7 +284,8 @@ class Ingest:
         columns, failures = event_log_columns(raws, ctx)
         if claiming := self._claiming(ctx.site_id, columns["event_id"]):
             stream, keys = claiming
-            fresh = stream.append_claiming_sync(encode_event_batch(common_columns(ctx), columns), keys)
+            line = encode_event_batch(common_columns(ctx), columns) if keys else b""
+            fresh = stream.append_claiming_sync(line, keys) if keys else []
             return _batch_result(columns["event_id"], failures, len(fresh) - sum(fresh))
         with self._claimed(ctx.site_id, columns["event_id"]) as fresh:
             line, duplicates = self._new_events_line(columns, ctx, fresh)

@@ -68,6 +68,14 @@ def test_events_and_orders_reach_the_lake_through_redis(app, server, shop):
     assert lake_ids(app, "orders") == ["o-1"]
 
 
+def test_batches_without_a_valid_event_are_answered_by_index(server, shop):
+    for events in ([], [{"name": "bogus", "visitorId": "v", "sessionId": "s"}], ["not an event"]):
+        response = post_events(server.url, shop, events)
+        assert response.status_code == 200, response.text
+        assert response.json()["accepted"] == 0
+        assert len(response.json()["rejected"]) == len(events)
+
+
 def test_a_re_sent_batch_is_stored_once_whichever_server_takes_it(app, server, shop, settings):
     other = create_app(settings)  # a second API process on the same data directory and Redis
     with LiveServer(other) as other_server:

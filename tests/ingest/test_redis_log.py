@@ -211,3 +211,11 @@ def test_a_re_send_after_an_append_whose_answer_was_lost_is_a_duplicate_stored_o
     assert stream_entries(redis_log_url) == 1
     assert api.flush() == 2
     assert stored(tmp_path) == ["e-1", "e-2"]
+
+
+def test_a_batch_without_a_valid_event_logs_nothing(tmp_path, opened, redis_log_url):
+    api = api_process(opened, tmp_path, redis_log_url)
+    result = api.accept_events_sync([{**event("e-1"), "name": "bogus"}], ctx())
+    assert (result.accepted, [r.index for r in result.rejected]) == (0, [0])
+    assert asyncio.run(api.accept_events([], ctx())).accepted == 0
+    assert stream_entries(redis_log_url) == 0
