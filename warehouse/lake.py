@@ -239,8 +239,14 @@ class Lake:
 
     def live_files(self, table: LakeTable) -> list[Path]:
         """The current files with their real paths (inside version directories). Queries bound to
-        this list keep reading the same files even if compaction swaps a partition meanwhile."""
-        return sorted(p.resolve() for p in self.files(table))
+        this list keep reading the same files even if compaction swaps a partition meanwhile.
+
+        Each partition is resolved to its version before that version's files are listed: listing
+        through the link and resolving afterwards could pair a swapped-in version with the names of
+        the files it replaced."""
+        return sorted(
+            file for partition in self.partitions(table) for file in partition.resolve().glob("*.parquet")
+        )
 
     def point(self, partition: Path, version: Path) -> None:
         """Make ``partition`` show ``version``'s files, atomically (rename of a symlink)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -62,6 +63,26 @@ def test_compaction_merges_small_files_into_one_and_keeps_every_row(ingest):
     assert merged.name.startswith("compact-")
     ids = duckdb.sql(f"SELECT event_id FROM read_parquet('{merged}')").fetchall()
     assert sorted(i for (i,) in ids) == sorted(f"e{i}" for i in range(total))
+
+
+def test_files_listed_while_a_compaction_swaps_the_partition_all_exist(ingest, monkeypatch):
+    """The engine lists a query's files while compaction may swap partitions (found by a black-box
+    run: a query named a file of the old version inside the new one)."""
+    flush_in_files(ingest, files=3, per_file=10)
+    real_resolve = Path.resolve
+    swapped = []
+
+    def resolve_after_a_swap(self, *args, **kwargs):
+        if not swapped:  # the swap lands between the listing and the first resolve
+            swapped.append(True)
+            compact_table(ingest.lake, EVENTS, writer_lock=ingest.flushers["events"].lock)
+        return real_resolve(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "resolve", resolve_after_a_swap)
+    files = ingest.lake.live_files(EVENTS)
+    monkeypatch.undo()
+    assert swapped and files and all(f.exists() for f in files)
+    assert duckdb.sql(f"SELECT count(*) FROM read_parquet({[str(f) for f in files]})").fetchall() == [(30,)]
 
 
 def test_a_partition_with_one_file_is_left_alone(ingest):
