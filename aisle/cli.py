@@ -93,7 +93,7 @@ def flush(data_dir: DataDir = None) -> None:
     import threading
 
     from ingest.service import DataDirBusy
-    from ingest.stream_log import LogNotDurable
+    from ingest.stream_log import RedisLogRefused
     from jobs.lake_writer import NotARedisLog, run
     from warehouse.catalog.store import create_store_engine, migrate
 
@@ -104,7 +104,7 @@ def flush(data_dir: DataDir = None) -> None:
         signal.signal(signum, lambda *_: stop.set())
     try:
         run(settings, stop)
-    except (NotARedisLog, LogNotDurable, DataDirBusy) as exc:
+    except (NotARedisLog, RedisLogRefused, DataDirBusy) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
 

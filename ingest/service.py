@@ -35,7 +35,7 @@ from ingest.normalise import (
     valid_event_log_columns,
 )
 from ingest.schemas import BatchResult, Rejection
-from ingest.stream_log import StreamLog, check_durable
+from ingest.stream_log import StreamLog, bind_data_dir, check_durable
 from warehouse.lake import CONSENTS, EVENTS, METRICS, ORDERS, TABLES, Lake, LakeTable
 
 if TYPE_CHECKING:
@@ -132,6 +132,7 @@ class Ingest:
         else:
             self._redis = redis.Redis.from_url(stream_url, socket_timeout=10, socket_connect_timeout=5)
             check_durable(self._redis)
+            bind_data_dir(self._redis, data_dir)
             self.logs = {
                 name: StreamLog(self._redis, name, directory=data_dir / "log" / name) for name in TABLES
             }

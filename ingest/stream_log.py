@@ -16,6 +16,10 @@ stored twice.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,8 +58,23 @@ class _Claiming:
     keys: list[bytes]
 
 
-class LogNotDurable(RuntimeError):
+class RedisLogRefused(RuntimeError):
+    """This Redis cannot be the log of this process."""
+
+
+class LogNotDurable(RedisLogRefused):
     pass
+
+
+class LogOfAnotherDataDir(RedisLogRefused):
+    pass
+
+
+# The id of the data directory a Redis log feeds, kept in both: a process pointed at another data
+# directory (a typo in AISLE_DATA_DIR, a default ./data) would otherwise move this install's rows
+# into a lake nobody reads.
+DATA_DIR_ID_KEY = "aisle:log:data-dir"
+DATA_DIR_ID_FILE = "log-id"
 
 
 def stream_key(table: str) -> str:
@@ -74,6 +93,33 @@ def check_durable(client: redis.Redis) -> None:
             f"append-only file before it answers a write); this Redis has appendonly={config.get('appendonly')}, "
             f"appendfsync={config.get('appendfsync')}"
         )
+
+
+def bind_data_dir(client: redis.Redis, data_dir: Path) -> None:
+    """Claim this Redis log for ``data_dir`` (the first process to use it does), or refuse."""
+    ours = _data_dir_id(data_dir)
+    client.set(DATA_DIR_ID_KEY, ours, nx=True)
+    bound = _text(client.get(DATA_DIR_ID_KEY))
+    if bound != ours:
+        raise LogOfAnotherDataDir(
+            f"this Redis log feeds the data directory with id {bound}, and {data_dir.resolve()} has id "
+            f"{ours} ({data_dir / DATA_DIR_ID_FILE}); every process of an install needs the same AISLE_DATA_DIR"
+        )
+
+
+def _data_dir_id(data_dir: Path) -> str:
+    path = data_dir / DATA_DIR_ID_FILE
+    data_dir.mkdir(parents=True, exist_ok=True)
+    # "x": the first process makes it; another one that raced it reads it below.
+    with contextlib.suppress(FileExistsError), open(path, "x") as handle:
+        handle.write(uuid.uuid4().hex)
+        handle.flush()
+        os.fsync(handle.fileno())
+    for _ in range(100):  # a file its maker is still writing reads empty for an instant
+        if ident := path.read_text().strip():
+            return ident
+        time.sleep(0.01)
+    raise LogOfAnotherDataDir(f"{path} is empty; remove it and start again")
 
 
 def _text(value: bytes | str) -> str:

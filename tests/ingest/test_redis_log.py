@@ -15,7 +15,7 @@ import redis
 from ingest.log import LogWriteFailed
 from ingest.normalise import Context
 from ingest.service import DataDirBusy, Ingest
-from ingest.stream_log import LogNotDurable, StreamLog, stream_key
+from ingest.stream_log import LogNotDurable, LogOfAnotherDataDir, StreamLog, stream_key
 from warehouse.lake import EVENTS, ORDERS
 
 pytestmark = pytest.mark.redis
@@ -219,3 +219,16 @@ def test_a_batch_without_a_valid_event_logs_nothing(tmp_path, opened, redis_log_
     assert (result.accepted, [r.index for r in result.rejected]) == (0, [0])
     assert asyncio.run(api.accept_events([], ctx())).accepted == 0
     assert stream_entries(redis_log_url) == 0
+
+
+def test_a_redis_log_feeds_one_data_directory(tmp_path, opened, redis_log_url):
+    """A process pointed at another data directory would move this install's rows into its lake."""
+    api = api_process(opened, tmp_path / "shared", redis_log_url)
+    api.accept_events_sync([event("e-1")], ctx())
+    with pytest.raises(
+        LogOfAnotherDataDir, match="every process of an install needs the same AISLE_DATA_DIR"
+    ):
+        Ingest(data_dir=tmp_path / "typo", stream_url=redis_log_url, flush_in_background=True)
+    assert stream_entries(redis_log_url) == 1
+    api_process(opened, tmp_path / "shared", redis_log_url).flush()
+    assert stored(tmp_path / "shared") == ["e-1"]
