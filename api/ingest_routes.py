@@ -148,7 +148,10 @@ async def _accept_order(request: Request, raw: Any, ctx: Context, hot, settings)
     except Rejected as exc:
         raise BadRequest(exc.reason, code=exc.code) from exc
     claim = _order_claim(ctx.site_id, row["order_id"])
-    if not hot.claim(claim, ttl_seconds=settings.order_duplicate_window_seconds):
+    # The lake's own orders count too: an import, or an order flushed before the window was claimed.
+    if not hot.claim(claim, ttl_seconds=settings.order_duplicate_window_seconds) or ingest.order_stored(
+        ctx.site_id, row["order_id"]
+    ):
         raise Conflict(
             f"Order '{row['order_id']}' was already received; it is stored once", code="DUPLICATE_ORDER"
         )

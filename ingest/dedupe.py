@@ -104,25 +104,31 @@ class RecentKeys:
         return len(self._all)
 
 
-class SharedKeysUnavailable(OSError):
-    """Redis did not answer about recent keys: nothing was stored, the client retries."""
+# A key's value says how far its row got: "1" claimed (an event id, by the Redis log's script as it
+# logged the batch), "2" in the lake (set by the flush that wrote the row).
+CLAIMED, IN_LAKE = b"1", b"2"
 
-
+# For each key: 1 when it is not yet at ``ARGV[1]`` (any value: ""), and not repeated earlier in KEYS.
 _FILTER_SCRIPT = """
 local fresh, seen = {}, {}
 for i, key in ipairs(KEYS) do
-  fresh[i] = (seen[key] or redis.call('EXISTS', key) == 1) and 0 or 1
+  local value = redis.call('GET', key)
+  local there = value and (ARGV[1] == '' or value == ARGV[1])
+  fresh[i] = (seen[key] or there) and 0 or 1
   seen[key] = true
 end
 return fresh
 """
+# Keys per call: one script call holds Redis for its whole run, and other clients wait.
+KEYS_PER_CALL = 10_000
 
 
 class RedisRecentKeys:
-    """The same window shared by every API process of a scaled-out install: one Redis key per stored
-    key, expiring with the window, named by a 128-bit digest of (site, key) so every process names it
+    """The same window shared by every process of a scaled-out install: one Redis key per key,
+    expiring with the window, named by a 128-bit digest of (site, key) so every process names it
     alike (Python's own string hash differs between processes). Event ids are claimed by the Redis
-    log as it logs their batch (``StreamLog.append_claiming``)."""
+    log as it logs their batch (``StreamLog.append_claiming``); every flush marks the keys it wrote,
+    so each flush, whichever process runs it, knows what any other wrote."""
 
     def __init__(self, client: redis.Redis, table: str, *, window_seconds: int = WINDOW_SECONDS) -> None:
         self.window_seconds = window_seconds
@@ -134,25 +140,37 @@ class RedisRecentKeys:
         site = site_id.encode() + b"\0"
         return [self._prefix + hashlib.blake2b(site + key.encode(), digest_size=16).digest() for key in keys]
 
-    def _run(self, call, *args, **kwargs):
-        try:
-            return call(*args, **kwargs)
-        except redis.RedisError as exc:
-            raise SharedKeysUnavailable(f"Redis did not answer for recent keys: {exc}") from exc
+    def _fresh(self, keys: list[bytes], value: bytes) -> list[bool]:
+        fresh: list[bool] = []
+        for start in range(0, len(keys), KEYS_PER_CALL):
+            part = keys[start : start + KEYS_PER_CALL]
+            fresh.extend(bool(flag) for flag in self._filter(keys=part, args=[value]))
+        if len(keys) > KEYS_PER_CALL:  # a repeat across two calls
+            seen: set[bytes] = set()
+            for index, key in enumerate(keys):
+                fresh[index] = fresh[index] and key not in seen
+                seen.add(key)
+        return fresh
 
     def filter_new(self, keys: list[bytes]) -> list[bool]:
-        if not keys:
-            return []
-        return [bool(flag) for flag in self._run(self._filter, keys=keys)]
+        """For each key: True when it is neither claimed nor in the lake, nor repeated earlier."""
+        return self._fresh(keys, b"")
+
+    def filter_not_in_lake(self, keys: list[bytes]) -> list[bool]:
+        """For each key: True when no flush has written its row yet, nor is it repeated earlier."""
+        return self._fresh(keys, IN_LAKE)
 
     def add_all(self, keys: Iterable[bytes], *, at: float | None = None) -> None:
+        """Mark ``keys`` as in the lake, for the window from ``at`` (now by default)."""
         ttl = self.window_seconds - int(time.time() - at) if at is not None else self.window_seconds
         if ttl <= 0:
             return
         pipe = self._client.pipeline(transaction=False)
-        for key in keys:
-            pipe.set(key, b"1", ex=ttl)
-        self._run(pipe.execute)
+        for count, key in enumerate(keys, 1):
+            pipe.set(key, IN_LAKE, ex=ttl)
+            if count % KEYS_PER_CALL == 0:
+                pipe.execute()
+        pipe.execute()
 
     def __contains__(self, key: bytes) -> bool:
-        return bool(self._run(self._client.exists, key))
+        return bool(self._client.exists(key))

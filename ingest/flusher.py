@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from itertools import compress
 from pathlib import Path
 from typing import Protocol
 
@@ -82,6 +83,8 @@ class LogSource(Protocol):
 class SharedKeys(Protocol):
     def keys_of(self, site_id: str, keys: Iterable[str]) -> list: ...
 
+    def filter_not_in_lake(self, keys: list) -> list[bool]: ...
+
     def add_all(self, keys: Iterable) -> None: ...
 
 
@@ -127,8 +130,8 @@ class Flusher:
     ) -> None:
         """``stored``: the keys this flusher checks rows against (loaded from the lake before the
         first check); ``claimed_at_accept``: only replayed lines need a check, the others' keys were
-        claimed in ``stored`` when they were accepted; ``shared``: the window accepting processes
-        check (a Redis log's), told of every key this flusher stores."""
+        claimed in ``stored`` when they were accepted; ``shared``: a Redis log's window, which every
+        process's flush checks and marks."""
         self.table = table
         self.source = source
         self.lake = lake
@@ -169,8 +172,7 @@ class Flusher:
         with self.lock:
             for chunk in self.source.chunks():
                 if chunk.data:  # a stream's entries may all be deleted ones
-                    check = chunk.replay or not self.claimed_at_accept
-                    written += self._store(self.decode(chunk.data), check_keys=check)
+                    written += self._store(self.decode(chunk.data), replay=chunk.replay)
                 chunk.commit()
         return written
 
@@ -228,22 +230,38 @@ class Flusher:
                 columns[field.name] = row_column(field.name)
         return pa.table(columns, schema=self._wire_schema)
 
-    def _store(self, wire: pa.Table, *, check_keys: bool) -> int:
-        hashes: list[int] = []
-        if check_keys:
+    def _store(self, wire: pa.Table, *, replay: bool) -> int:
+        """Write the rows whose key is not stored yet. Checked against ``stored`` (this process's
+        window, loaded from the lake first) on replays and, on a file log, for rows not claimed at
+        accept; against ``shared`` (what any process's flush wrote) always, on a Redis log."""
+        column = self.table.key
+        fresh: list[bool] | None = None
+        shared_keys = local_keys = None
+        if self.shared is not None:
+            shared_keys = _keys(self.shared, wire, column)
+            fresh = self.shared.filter_not_in_lake(shared_keys)
+        if replay or (self.shared is None and not self.claimed_at_accept):
             if not self._stored_loaded:
                 self.remember_stored()
-            hashes = _keys(self.stored, wire, self.table.key)
-            fresh = self.stored.filter_new(hashes)
-            if not all(fresh):
-                wire = wire.filter(pa.array(fresh))
-                hashes = [h for h, keep in zip(hashes, fresh, strict=True) if keep]
-        if wire.num_rows:
-            self.lake.write_partitioned(self.table, wire, name=f"flush-{uuid.uuid4().hex}")
-            self.stored.add_all(hashes)
-            if self.shared is not None:
-                self.shared.add_all(_keys(self.shared, wire, self.table.key))
-            self.rows_written += wire.num_rows
+            local_keys = _keys(self.stored, wire, column)
+            local_fresh = self.stored.filter_new(local_keys)
+            fresh = (
+                local_fresh if fresh is None else [a and b for a, b in zip(fresh, local_fresh, strict=True)]
+            )
+        if fresh is not None and not all(fresh):
+            wire = wire.filter(pa.array(fresh))
+            shared_keys = shared_keys and list(compress(shared_keys, fresh))
+            local_keys = local_keys and list(compress(local_keys, fresh))
+        if not wire.num_rows:
+            return 0
+        self.lake.write_partitioned(self.table, wire, name=f"flush-{uuid.uuid4().hex}")
+        self.rows_written += wire.num_rows
+        if shared_keys is not None:
+            self.shared.add_all(shared_keys)
+        if local_keys is None and self.shared is not None and self._stored_loaded:
+            local_keys = _keys(self.stored, wire, column)  # the replay window stays current
+        if local_keys:
+            self.stored.add_all(local_keys)
         return wire.num_rows
 
     # --- background thread ------------------------------------------------------------------------

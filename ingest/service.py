@@ -143,12 +143,12 @@ class Ingest:
                 table=table,
                 source=sources[name],
                 lake=self.lake,
-                # A Redis log's flusher checks every row against the lake's keys, which it keeps in
-                # its own memory: an append that failed half way may be logged twice.
+                # A Redis log's flushes check every row against what any of them wrote (a line may
+                # hold ids claimed before), and replays against the lake itself, loaded into memory.
                 stored=self.keys[name] if stream_url is None else RecentKeys(),
                 interval_seconds=flush_interval_seconds,
                 claimed_at_accept=table is EVENTS and stream_url is None,
-                shared=self.keys[name] if stream_url is not None and table is not EVENTS else None,
+                shared=self.keys[name] if stream_url is not None else None,
             )
             for name, table in TABLES.items()
         }
@@ -310,6 +310,11 @@ class Ingest:
         if fresh:
             await self.logs[CONSENTS.name].append(encode([row]))
         return row, not fresh
+
+    def order_stored(self, site_id: str, order_id: str) -> bool:
+        """Whether the lake received this order within the dedupe window (an import, a flush)."""
+        keys = self.keys[ORDERS.name]
+        return not keys.filter_new(keys.keys_of(site_id, [order_id]))[0]
 
     def order(self, raw: Any, ctx: Context) -> dict[str, Any]:
         """Validate and normalise an order (raises Rejected)."""

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import redis
 
-from ingest.dedupe import WINDOW_SECONDS
+from ingest.dedupe import CLAIMED, WINDOW_SECONDS
 from ingest.log import Chunk, LogWriteFailed
 from warehouse.group_commit import GroupCommit
 
@@ -37,11 +37,11 @@ PAYLOAD = b"d"
 # is new, in one step: a claim never exists without its line, so nothing claimed is ever released,
 # and a re-send after an append whose answer was lost is rightly a duplicate. Ids of the line that
 # were already claimed are dropped by the flusher, which checks every key.
-# KEYS: the stream, then one key per event id; ARGV: the window in seconds, the line.
+# KEYS: the stream, then one key per event id; ARGV: the window in seconds, the line, the claim's value.
 _CLAIM_AND_LOG = """
 local fresh, any = {}, false
 for i = 2, #KEYS do
-  local new = redis.call('SET', KEYS[i], '1', 'NX', 'EX', ARGV[1])
+  local new = redis.call('SET', KEYS[i], ARGV[3], 'NX', 'EX', ARGV[1])
   fresh[i - 1] = new and 1 or 0
   any = any or new
 end
@@ -163,9 +163,8 @@ class StreamLog(GroupCommit):
         pipe = self.client.pipeline(transaction=False)
         for item in items:
             if isinstance(item, _Claiming):
-                pipe.eval(
-                    _CLAIM_AND_LOG, 1 + len(item.keys), self.key, *item.keys, self.claim_seconds, item.payload
-                )
+                arguments = (self.claim_seconds, item.payload, CLAIMED)
+                pipe.eval(_CLAIM_AND_LOG, 1 + len(item.keys), self.key, *item.keys, *arguments)
             else:
                 pipe.xadd(self.key, {PAYLOAD: item})
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ import redis
 
 from aisle.settings import Settings
 from api.app import create_app
+from ingest.normalise import Context
+from ingest.service import Ingest
 from tests.factories import Session, make_user, make_verified_site
 from tests.servers import LiveServer, RedisServer
 
@@ -21,6 +24,10 @@ pytestmark = pytest.mark.redis
 
 ORIGIN = {"Origin": "https://shop.example.com"}
 SIGNING_KEY = "test-signing-key-" + "x" * 32
+
+
+ORDER = {"orderId": "o-1", "visitorId": "v-1", "sessionId": "s-1", "total": "5.00",
+         "items": [{"productItemCode": "P1", "quantity": 1, "price": "5.00"}]}  # fmt: skip
 
 
 def redis_settings(data_dir: Path, url: str) -> Settings:
@@ -57,11 +64,9 @@ def lake_ids(app, table: str = "events") -> list[str]:
 
 def test_events_and_orders_reach_the_lake_through_redis(app, server, shop):
     assert post_events(server.url, shop, [page_view("e-1"), page_view("e-2")]).json()["accepted"] == 2
-    order = {"orderId": "o-1", "visitorId": "v-1", "sessionId": "s-1", "total": "5.00",
-             "items": [{"productItemCode": "P1", "quantity": 1, "price": "5.00"}]}  # fmt: skip
     url = f"{server.url}/api/v1/public/sites/{shop['siteKey']}/orders"
-    assert httpx.post(url, json=order, headers=ORIGIN).status_code == 201
-    assert httpx.post(url, json=order, headers=ORIGIN).status_code == 409
+    assert httpx.post(url, json=ORDER, headers=ORIGIN).status_code == 201
+    assert httpx.post(url, json=ORDER, headers=ORIGIN).status_code == 409
     assert lake_ids(app) == []  # an API process on a Redis log does not flush by itself
     app.state.ingest.flush()  # the flush hook works in any process
     assert lake_ids(app) == ["e-1", "e-2"]
@@ -74,6 +79,32 @@ def test_batches_without_a_valid_event_are_answered_by_index(server, shop):
         assert response.status_code == 200, response.text
         assert response.json()["accepted"] == 0
         assert len(response.json()["rejected"]) == len(events)
+
+
+def test_an_imported_order_sent_again_is_a_409_and_stored_once(app, server, shop, settings):
+    """`aisle import` on a Redis log stores through the streams and flushes; a storefront re-sending
+    one of its orders must hear 409."""
+    importer = Ingest(data_dir=settings.data_dir, stream_url=settings.stream_url, flush_in_background=False)
+    try:
+        importer.accept_orders_sync(
+            [{**ORDER, "orderId": "imported-1"}],
+            Context(
+                site_id=shop["id"],
+                site_currency="EUR",
+                received_at=datetime.now(UTC),
+                channel="server",
+                historical=True,
+            ),
+        )
+        importer.flush()
+    finally:
+        importer.stop()
+    url = f"{server.url}/api/v1/public/sites/{shop['siteKey']}/orders"
+    response = httpx.post(url, json={**ORDER, "orderId": "imported-1"}, headers=ORIGIN)
+    assert response.status_code == 409, response.text
+    assert response.json()["error"]["code"] == "DUPLICATE_ORDER"
+    app.state.ingest.flush()
+    assert lake_ids(app, "orders") == ["imported-1"]
 
 
 def test_a_re_sent_batch_is_stored_once_whichever_server_takes_it(app, server, shop, settings):

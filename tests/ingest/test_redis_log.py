@@ -232,3 +232,28 @@ def test_a_redis_log_feeds_one_data_directory(tmp_path, opened, redis_log_url):
     assert stream_entries(redis_log_url) == 1
     api_process(opened, tmp_path / "shared", redis_log_url).flush()
     assert stored(tmp_path / "shared") == ["e-1"]
+
+
+def test_a_flush_knows_what_another_process_flushed(tmp_path, opened, redis_log_url):
+    """A line holding ids another process's flush already wrote (a partly re-sent batch) stores only
+    the new ones, though this flusher never saw the first copy."""
+    first, second = api_process(opened, tmp_path, redis_log_url), api_process(opened, tmp_path, redis_log_url)
+    first.accept_events_sync([event("e-0")], ctx())
+    assert first.flush() == 1  # its window of the lake is loaded now
+    first.accept_events_sync([event("e-1")], ctx())
+    assert second.flush() == 1
+    first.accept_events_sync([event("e-1"), event("e-2")], ctx())  # logged whole: e-2 is new
+    assert first.flush() == 1
+    assert stored(tmp_path) == ["e-0", "e-1", "e-2"]
+
+
+def test_an_order_another_process_imported_is_known_as_stored(tmp_path, opened, redis_log_url):
+    importer, server = (
+        api_process(opened, tmp_path, redis_log_url),
+        api_process(opened, tmp_path, redis_log_url),
+    )
+    assert not server.order_stored(SITE, "o-1")
+    importer.accept_orders_sync([order("o-1")], ctx())
+    importer.flush()
+    assert server.order_stored(SITE, "o-1")
+    assert not server.order_stored(SITE, "o-2")
