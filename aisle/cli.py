@@ -46,6 +46,24 @@ def _store(data_dir: Path | None):
     return settings, store
 
 
+def _refused(exc: Exception) -> None:
+    """End the command with one line: why the write path cannot start here."""
+    import redis
+
+    message = f"Redis does not answer: {exc}" if isinstance(exc, redis.RedisError) else str(exc)
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2) from exc
+
+
+def _write_path_refusals() -> tuple[type[Exception], ...]:
+    import redis
+
+    from ingest.service import DataDirBusy
+    from ingest.stream_log import RedisLogRefused
+
+    return DataDirBusy, RedisLogRefused, redis.RedisError
+
+
 def _site(store, site_id: str) -> dict:
     """The site, or exit 1 with an error when there is none with that id."""
     from warehouse.catalog import sites
@@ -69,7 +87,16 @@ def serve(
     data dir by default; `redis` for many servers on one data dir, with one `aisle flush`)."""
     import uvicorn
 
+    from ingest.service import check_can_start
+
     settings = _settings(data_dir)
+    try:
+        # On a Redis log the servers only accept; `aisle flush` writes the lake (as in create_app).
+        check_can_start(
+            settings.data_dir, settings.stream_url, flush_in_background=settings.stream_url is None
+        )
+    except _write_path_refusals() as exc:
+        _refused(exc)
     os.environ.setdefault("AISLE_PUBLIC_URL", f"http://{host}:{port}")
     typer.echo(
         f"Aisle listening on http://{host}:{port}/api/v1 (docs at /api/v1/docs), data in {settings.data_dir}"
@@ -92,8 +119,6 @@ def flush(data_dir: DataDir = None) -> None:
     import signal
     import threading
 
-    from ingest.service import DataDirBusy
-    from ingest.stream_log import RedisLogRefused
     from jobs.lake_writer import NotARedisLog, run
     from warehouse.catalog.store import create_store_engine, migrate
 
@@ -104,9 +129,10 @@ def flush(data_dir: DataDir = None) -> None:
         signal.signal(signum, lambda *_: stop.set())
     try:
         run(settings, stop)
-    except (NotARedisLog, RedisLogRefused, DataDirBusy) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+    except NotARedisLog as exc:
+        _refused(exc)
+    except _write_path_refusals() as exc:
+        _refused(exc)
 
 
 @app.command()
@@ -159,7 +185,7 @@ def import_(
     from tqdm import tqdm
 
     from ingest.importer import import_file
-    from ingest.service import DataDirBusy, Ingest
+    from ingest.service import Ingest
 
     if kind not in ("auto", "events", "orders"):
         raise typer.BadParameter("kind must be events, orders or auto")
@@ -172,9 +198,8 @@ def import_(
             stream_url=settings.stream_url,
             flush_in_background=settings.stream_url is None,
         )
-    except DataDirBusy as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
+    except _write_path_refusals() as exc:
+        _refused(exc)
     try:
         ingest.start()
         with tqdm(unit=" rows", desc=f"importing {file.name}", file=sys.stderr, disable=None) as bar:

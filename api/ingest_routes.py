@@ -77,8 +77,9 @@ async def _durably(awaitable) -> Any:
     except OSError as exc:
         # Nothing was acknowledged, so nothing is lost: the client retries.
         raise ServiceUnavailable(
-            "Could not store the data durably; retry shortly", code="STORAGE_UNAVAILABLE"
-        ) from exc
+            "Could not store the data durably; retry shortly", code="STORAGE_UNAVAILABLE",
+            headers={"Retry-After": "1"},
+        ) from exc  # fmt: skip
 
 
 @public.post(

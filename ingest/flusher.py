@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
+import redis
 import structlog
 
 from ingest.dedupe import RecentKeys
@@ -279,6 +280,8 @@ class Flusher:
             self._wake.clear()
             try:
                 self.flush()
+            except (OSError, redis.RedisError) as exc:  # the disk or Redis is away: no traceback each second
+                log.warning("flush_failed", table=self.table.name, error=repr(exc))
             except Exception:  # keep flushing later; the log still holds every row
                 log.exception("flush_failed", table=self.table.name)
 

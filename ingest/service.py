@@ -97,6 +97,21 @@ def _lock_data_dir(data_dir: Path):
     return handle
 
 
+def check_can_start(data_dir: Path, stream_url: str | None, *, flush_in_background: bool) -> None:
+    """What ``Ingest`` would refuse, checked before a server starts (so the command can say it in one
+    line): a data directory another process writes, a Redis log that is not durable, belongs to
+    another data directory or does not answer (``redis.RedisError``)."""
+    if stream_url is None or flush_in_background:
+        _lock_data_dir(data_dir).close()
+    if stream_url is not None:
+        client = redis.Redis.from_url(stream_url, socket_timeout=10, socket_connect_timeout=5)
+        try:
+            check_durable(client)
+            bind_data_dir(client, data_dir)
+        finally:
+            client.close()
+
+
 class Ingest:
     def __init__(
         self,

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from aisle.cli import app
 from aisle.settings import Settings
 from api.auth.passwords import verify_password
+from ingest.service import Ingest
 from tests.servers import free_port, wait_for_port
 from warehouse.catalog import organizations, sites, users
 from warehouse.catalog.store import create_store_engine, migrate
@@ -299,6 +300,40 @@ def test_serve_answers_health_and_logs_in_a_user_created_by_the_cli(tmp_path):
     assert me["isPlatformAdmin"] is True
     assert (data_dir / "aisle.db").is_file()
     assert "Aisle listening on http://127.0.0.1:" in (tmp_path / "serve.out").read_text()
+
+
+def test_serve_refuses_a_busy_data_dir_in_one_line(tmp_path):
+    data_dir = tmp_path / "data"
+    holder = Ingest(data_dir=data_dir)  # a server already writes there
+    try:
+        result = run_aisle("serve", "--port", str(free_port()), "--data-dir", str(data_dir), timeout=60)
+    finally:
+        holder.stop()
+    assert result.returncode == 2
+    assert (
+        result.stderr.startswith("error: another Aisle process writes to") and result.stderr.count("\n") == 1
+    )
+    assert "listening" not in result.stdout
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("command", ["serve", "flush"])
+def test_the_redis_log_refusals_are_one_line(tmp_path, redis_server, command):
+    args = [command, "--data-dir", str(tmp_path / "data")] + (
+        ["--port", str(free_port())] if command == "serve" else []
+    )
+    on = {"AISLE_DURABLE_LOG": "redis"}
+    not_durable = run_aisle(*args, env=cli_env(**on, AISLE_REDIS_URL=redis_server.url), timeout=60)
+    assert not_durable.returncode == 2
+    assert not_durable.stderr.startswith(
+        "error: the Redis log needs `appendonly yes` and `appendfsync always`"
+    )
+    assert not_durable.stderr.count("\n") == 1
+    nobody = run_aisle(
+        *args, env=cli_env(**on, AISLE_REDIS_URL=f"redis://127.0.0.1:{free_port()}/0"), timeout=60
+    )
+    assert nobody.returncode == 2
+    assert nobody.stderr.startswith("error: Redis does not answer:") and nobody.stderr.count("\n") == 1
 
 
 def test_serve_with_the_config_store_on_postgresql(tmp_path, postgres_url):

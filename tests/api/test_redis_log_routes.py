@@ -15,8 +15,10 @@ import redis
 
 from aisle.settings import Settings
 from api.app import create_app
+from ingest.log import LogWriteFailed
 from ingest.normalise import Context
 from ingest.service import Ingest
+from ingest.stream_log import StreamLog
 from tests.factories import Session, make_user, make_verified_site
 from tests.servers import LiveServer, RedisServer
 
@@ -105,6 +107,19 @@ def test_an_imported_order_sent_again_is_a_409_and_stored_once(app, server, shop
     assert response.json()["error"]["code"] == "DUPLICATE_ORDER"
     app.state.ingest.flush()
     assert lake_ids(app, "orders") == ["imported-1"]
+
+
+def test_an_append_redis_refuses_is_a_503_to_retry_and_claims_nothing(server, shop, monkeypatch):
+    def refused(self, items):
+        raise LogWriteFailed("Redis did not take the append")
+
+    monkeypatch.setattr(StreamLog, "_write", refused)
+    response = post_events(server.url, shop, [page_view("e-1")])
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "STORAGE_UNAVAILABLE"
+    assert response.headers["Retry-After"] == "1"
+    monkeypatch.undo()
+    assert post_events(server.url, shop, [page_view("e-1")]).json()["duplicates"] == 0
 
 
 def test_a_re_sent_batch_is_stored_once_whichever_server_takes_it(app, server, shop, settings):
