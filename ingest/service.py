@@ -22,7 +22,7 @@ from ingest.consent import consent_row
 from ingest.dedupe import RecentKeys, RedisRecentKeys
 from ingest.event_lines import encode_event_batch, without_events
 from ingest.flusher import Flusher
-from ingest.log import DurableLog, FileChunks
+from ingest.log import DurableLog, FileChunks, LogReader
 from ingest.normalise import (
     Context,
     EventColumns,
@@ -95,6 +95,21 @@ def _lock_data_dir(data_dir: Path):
             f"another Aisle process writes to {data_dir}; stop it first (one writer per data directory)"
         ) from exc
     return handle
+
+
+def flush_file_log(data_dir: Path) -> int:
+    """Write to the lake whatever a file log in ``data_dir`` holds beyond its checkpoint (rows an
+    install acknowledged before it moved to a Redis log); returns the rows written."""
+    held = [LogReader(d) for d in sorted((data_dir / "log").glob("*")) if d.is_dir()]
+    if not any(log.durable_end > log.checkpoint() for log in held):
+        return 0
+    ingest = Ingest(data_dir=data_dir, flush_interval_seconds=3600)
+    try:
+        for flusher in ingest.flushers.values():
+            flusher.remember_stored()
+        return ingest.flush()
+    finally:
+        ingest.stop()
 
 
 def check_can_start(data_dir: Path, stream_url: str | None, *, flush_in_background: bool) -> None:

@@ -3,6 +3,8 @@
 With the durable log in Redis (``AISLE_DURABLE_LOG=redis``) every `aisle serve` only accepts rows;
 this process moves them from the log to Parquet every ``flush_interval_seconds`` and runs compaction,
 as a file log's server does. It holds the data directory's lock, so a second one fails at start.
+Whatever a file log of the same data directory still holds (an install that moved to Redis) goes to
+the lake first.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import threading
 import structlog
 
 from aisle.settings import Settings
-from ingest.service import Ingest
+from ingest.service import Ingest, flush_file_log
 from jobs.scheduler import start_scheduler
 from warehouse.catalog import sites
 from warehouse.catalog.store import create_store_engine
@@ -32,6 +34,8 @@ def run(settings: Settings, stop: threading.Event, *, ready: threading.Event | N
             "aisle flush moves a Redis log to the lake (AISLE_DURABLE_LOG=redis); a file log is "
             "flushed by its own `aisle serve`"
         )
+    if replayed := flush_file_log(settings.data_dir):
+        log.info("file_log_flushed", rows=replayed)  # acknowledged before the move to Redis
     store = create_store_engine(settings.resolved_database_url)
     ingest = Ingest(
         data_dir=settings.data_dir,

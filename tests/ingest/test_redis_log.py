@@ -4,6 +4,7 @@ Streams and claim keys in Redis; a flush moves the streams to the lake exactly o
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,10 +13,12 @@ import duckdb
 import pytest
 import redis
 
+from aisle.settings import Settings
 from ingest.log import LogWriteFailed
 from ingest.normalise import Context
-from ingest.service import DataDirBusy, Ingest
+from ingest.service import DataDirBusy, Ingest, flush_file_log
 from ingest.stream_log import LogNotDurable, LogOfAnotherDataDir, StreamLog, stream_key
+from jobs import lake_writer
 from warehouse.lake import EVENTS, ORDERS
 
 pytestmark = pytest.mark.redis
@@ -257,3 +260,17 @@ def test_an_order_another_process_imported_is_known_as_stored(tmp_path, opened, 
     importer.flush()
     assert server.order_stored(SITE, "o-1")
     assert not server.order_stored(SITE, "o-2")
+
+
+def test_the_lake_writer_first_flushes_what_a_file_log_still_holds(tmp_path, redis_log_url):
+    """An install that moves from the file log to Redis loses none of what the file log acknowledged."""
+    file_server = Ingest(data_dir=tmp_path)  # never started: nothing of its log was flushed
+    file_server.accept_events_sync([event("e-1"), event("e-2")], ctx())
+    file_server.stop()
+    assert stored(tmp_path) == []
+    settings = Settings(data_dir=tmp_path, redis_url=redis_log_url, durable_log="redis")
+    stop = threading.Event()
+    stop.set()  # start, then stop at once
+    lake_writer.run(settings, stop)
+    assert stored(tmp_path) == ["e-1", "e-2"]
+    assert flush_file_log(tmp_path) == 0
