@@ -128,11 +128,13 @@ class Flusher:
         interval_seconds: float = 1.0,
         claimed_at_accept: bool = False,
         shared: SharedKeys | None = None,
+        reload_on_replay: bool = False,
     ) -> None:
         """``stored``: the keys this flusher checks rows against (loaded from the lake before the
         first check); ``claimed_at_accept``: only replayed lines need a check, the others' keys were
         claimed in ``stored`` when they were accepted; ``shared``: a Redis log's window, which every
-        process's flush checks and marks."""
+        process's flush checks and marks; ``reload_on_replay``: other processes flush too, so a
+        replay checks against the lake as it is now."""
         self.table = table
         self.source = source
         self.lake = lake
@@ -140,6 +142,7 @@ class Flusher:
         self.shared = shared
         self.interval_seconds = interval_seconds
         self.claimed_at_accept = claimed_at_accept
+        self.reload_on_replay = reload_on_replay
         self._stored_loaded = False
         self._wire_schema = table.wire_schema()
         rows = [f for f in self._wire_schema if f.name not in SHARED_EVENT_COLUMNS]
@@ -171,9 +174,21 @@ class Flusher:
         """Move everything durable in the log to the lake now; returns the rows written."""
         written = 0
         with self.lock:
+            reloaded = False
             for chunk in self.source.chunks():
-                if chunk.data:  # a stream's entries may all be deleted ones
-                    written += self._store(self.decode(chunk.data), replay=chunk.replay)
+                if chunk.replay and self.reload_on_replay and not reloaded:
+                    # Other processes write the lake too: what this one loaded before is stale.
+                    self.stored = RecentKeys(window_seconds=self.stored.window_seconds)
+                    self._stored_loaded = False
+                    reloaded = True
+                parts = (
+                    [self.decode(chunk.data)] if chunk.data else []
+                )  # a stream's entries may be deleted ones
+                parts += [self.decode(line).filter(pa.array(mask)) for line, mask in chunk.masked]
+                if parts:
+                    written += self._store(
+                        pa.concat_tables(parts) if len(parts) > 1 else parts[0], replay=chunk.replay
+                    )
                 chunk.commit()
         return written
 
@@ -233,15 +248,15 @@ class Flusher:
 
     def _store(self, wire: pa.Table, *, replay: bool) -> int:
         """Write the rows whose key is not stored yet. Checked against ``stored`` (this process's
-        window, loaded from the lake first) on replays and, on a file log, for rows not claimed at
-        accept; against ``shared`` (what any process's flush wrote) always, on a Redis log."""
+        window, loaded from the lake first) on replays and for rows not claimed at accept (unless
+        ``shared`` checks them); against ``shared`` (what any process's flush wrote) when given."""
         column = self.table.key
         fresh: list[bool] | None = None
         shared_keys = local_keys = None
         if self.shared is not None:
             shared_keys = _keys(self.shared, wire, column)
             fresh = self.shared.filter_not_in_lake(shared_keys)
-        if replay or (self.shared is None and not self.claimed_at_accept):
+        if replay or not (self.claimed_at_accept or self.shared is not None):
             if not self._stored_loaded:
                 self.remember_stored()
             local_keys = _keys(self.stored, wire, column)
@@ -259,8 +274,6 @@ class Flusher:
         self.rows_written += wire.num_rows
         if shared_keys is not None:
             self.shared.add_all(shared_keys)
-        if local_keys is None and self.shared is not None and self._stored_loaded:
-            local_keys = _keys(self.stored, wire, column)  # the replay window stays current
         if local_keys:
             self.stored.add_all(local_keys)
         return wire.num_rows

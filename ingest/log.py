@@ -100,6 +100,9 @@ class Chunk:
     data: bytes
     replay: bool
     commit: Callable[[], None]
+    # Lines of which only some rows are to be stored (a Redis log's partly re-sent batches): each
+    # line with one flag per row, in the line's order.
+    masked: tuple[tuple[bytes, tuple[bool, ...]], ...] = ()
 
 
 class FileChunks:

@@ -173,12 +173,14 @@ class Ingest:
                 table=table,
                 source=sources[name],
                 lake=self.lake,
-                # A Redis log's flushes check every row against what any of them wrote (a line may
-                # hold ids claimed before), and replays against the lake itself, loaded into memory.
+                # On a Redis log, events are claimed as they are logged (each id stored from the one
+                # entry that claimed it); other rows are checked against what any process's flush
+                # wrote; replays against the lake itself, loaded into this process's memory.
                 stored=self.keys[name] if stream_url is None else RecentKeys(),
                 interval_seconds=flush_interval_seconds,
-                claimed_at_accept=table is EVENTS and stream_url is None,
-                shared=self.keys[name] if stream_url is not None else None,
+                claimed_at_accept=table is EVENTS,
+                shared=self.keys[name] if stream_url is not None and table is not EVENTS else None,
+                reload_on_replay=stream_url is not None,
             )
             for name, table in TABLES.items()
         }

@@ -35,21 +35,26 @@ PAYLOAD = b"d"
 
 # Claims a batch's event ids (SET NX, expiring with the dedupe window) and logs its line when any id
 # is new, in one step: a claim never exists without its line, so nothing claimed is ever released,
-# and a re-send after an append whose answer was lost is rightly a duplicate. Ids of the line that
-# were already claimed are dropped by the flusher, which checks every key.
+# and a re-send after an append whose answer was lost is rightly a duplicate. A line with some ids
+# claimed before carries a mask (field "m", "1" for each row to store), so every id is stored from
+# the one entry that claimed it, and the flusher needs no check of its own.
 # KEYS: the stream, then one key per event id; ARGV: the window in seconds, the line, the claim's value.
 _CLAIM_AND_LOG = """
-local fresh, any = {}, false
+local fresh, mask, new_ids = {}, {}, 0
 for i = 2, #KEYS do
   local new = redis.call('SET', KEYS[i], ARGV[3], 'NX', 'EX', ARGV[1])
   fresh[i - 1] = new and 1 or 0
-  any = any or new
+  mask[i - 1] = new and '1' or '0'
+  if new then new_ids = new_ids + 1 end
 end
-if any then
+if new_ids == #KEYS - 1 then
   redis.call('XADD', KEYS[1], '*', 'd', ARGV[2])
+elseif new_ids > 0 then
+  redis.call('XADD', KEYS[1], '*', 'd', ARGV[2], 'm', table.concat(mask))
 end
 return fresh
 """
+MASK = b"m"
 
 
 @dataclass(frozen=True)
@@ -212,8 +217,13 @@ class StreamLog(GroupCommit):
     def _chunk(self, entries: list[tuple[bytes, dict]], *, replay: bool) -> Chunk:
         ids = [entry_id for entry_id, _ in entries]
         # An entry XDEL'ed while pending reads as an id without fields.
-        data = b"".join(fields[PAYLOAD] for _, fields in entries if fields)
-        return Chunk(data, replay, lambda: self._acknowledge(ids))
+        data = b"".join(fields[PAYLOAD] for _, fields in entries if fields and MASK not in fields)
+        masked = tuple(
+            (fields[PAYLOAD], tuple(flag == ord("1") for flag in fields[MASK]))
+            for _, fields in entries
+            if fields and MASK in fields
+        )
+        return Chunk(data, replay, lambda: self._acknowledge(ids), masked)
 
     def _acknowledge(self, ids: list[bytes]) -> None:
         pipe = self.client.pipeline(transaction=True)

@@ -140,18 +140,6 @@ def test_a_flush_that_died_before_acknowledging_is_read_again_and_stores_nothing
     assert other.logs[EVENTS.name].pending() == 0
 
 
-def test_a_batch_logged_twice_after_an_unanswered_append_is_stored_once(tmp_path, opened, redis_log_url):
-    """Redis may have taken part of a group whose append failed: the clients re-send, the ids are
-    released, and the stream holds the batch twice."""
-    api = api_process(opened, tmp_path, redis_log_url)
-    api.accept_events_sync([event("e-1"), event("e-2")], ctx())
-    [(_, fields)] = redis.Redis.from_url(redis_log_url).xrange(stream_key(EVENTS.name))
-    api.logs[EVENTS.name].append_sync(fields[b"d"])
-    assert stream_entries(redis_log_url) == 2
-    assert api.flush() == 2
-    assert stored(tmp_path) == ["e-1", "e-2"]
-
-
 def test_a_failed_append_answers_an_os_error_and_claims_nothing(tmp_path, opened, redis_log_url, monkeypatch):
     api = api_process(opened, tmp_path, redis_log_url)
 
@@ -245,7 +233,9 @@ def test_a_flush_knows_what_another_process_flushed(tmp_path, opened, redis_log_
     assert first.flush() == 1  # its window of the lake is loaded now
     first.accept_events_sync([event("e-1")], ctx())
     assert second.flush() == 1
-    first.accept_events_sync([event("e-1"), event("e-2")], ctx())  # logged whole: e-2 is new
+    first.accept_events_sync([event("e-1"), event("e-2")], ctx())  # logged with a mask: e-2 is new
+    [(_, fields)] = redis.Redis.from_url(redis_log_url).xrange(stream_key(EVENTS.name))
+    assert fields[b"m"] == b"01"
     assert first.flush() == 1
     assert stored(tmp_path) == ["e-0", "e-1", "e-2"]
 
@@ -274,3 +264,29 @@ def test_the_lake_writer_first_flushes_what_a_file_log_still_holds(tmp_path, red
     lake_writer.run(settings, stop)
     assert stored(tmp_path) == ["e-1", "e-2"]
     assert flush_file_log(tmp_path) == 0
+
+
+def test_a_replay_checks_the_lake_as_it_is_now_not_as_this_process_loaded_it(
+    tmp_path, opened, redis_log_url, monkeypatch
+):
+    first, second = api_process(opened, tmp_path, redis_log_url), api_process(opened, tmp_path, redis_log_url)
+    real_acknowledge = StreamLog._acknowledge
+
+    def lost_connection(self, ids):
+        raise redis.ConnectionError("connection lost")
+
+    # The second process replays once, and so loads the lake's keys as they were then.
+    second.accept_events_sync([event("e-0")], ctx())
+    monkeypatch.setattr(StreamLog, "_acknowledge", lost_connection)
+    with pytest.raises(redis.ConnectionError):
+        second.flush()
+    monkeypatch.setattr(StreamLog, "_acknowledge", real_acknowledge)
+    assert second.flush() == 0
+    # The first process writes e-1 and dies before acknowledging; the second replays that entry.
+    first.accept_events_sync([event("e-1")], ctx())
+    monkeypatch.setattr(StreamLog, "_acknowledge", lost_connection)
+    with pytest.raises(redis.ConnectionError):
+        first.flush()
+    monkeypatch.setattr(StreamLog, "_acknowledge", real_acknowledge)
+    assert second.flush() == 0
+    assert stored(tmp_path) == ["e-0", "e-1"]
