@@ -23,7 +23,6 @@ from typing import Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
-import pyarrow.parquet as pq
 import redis
 import structlog
 
@@ -165,9 +164,7 @@ class Flusher:
         """Load the keys of rows written to the lake within the dedupe window (on start, or before
         the first check of keys)."""
         self._stored_loaded = True
-        for path in self.lake.files_written_since(self.table, time.time() - self.stored.window_seconds):
-            site_id = self.lake.site_of(path)
-            keys = pq.read_table(path, columns=[self.table.key])[self.table.key].to_pylist()
+        for site_id, keys, _ in self.lake.recent_keys(self.table, time.time() - self.stored.window_seconds):
             self.stored.add_all(self.stored.keys_of(site_id, keys))
 
     def flush(self) -> int:

@@ -35,7 +35,7 @@ from ingest.normalise import (
     valid_event_log_columns,
 )
 from ingest.schemas import BatchResult, Rejection
-from ingest.stream_log import StreamLog, bind_data_dir, check_durable
+from ingest.stream_log import StreamLog, bind_data_dir, check_data_dir, check_durable, is_bound
 from warehouse.lake import CONSENTS, EVENTS, METRICS, ORDERS, TABLES, Lake, LakeTable
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ def check_can_start(data_dir: Path, stream_url: str | None, *, flush_in_backgrou
         client = redis.Redis.from_url(stream_url, socket_timeout=10, socket_connect_timeout=5)
         try:
             check_durable(client)
-            bind_data_dir(client, data_dir)
+            check_data_dir(client, data_dir)
         finally:
             client.close()
 
@@ -162,11 +162,17 @@ class Ingest:
         else:
             self._redis = redis.Redis.from_url(stream_url, socket_timeout=10, socket_connect_timeout=5)
             check_durable(self._redis)
-            bind_data_dir(self._redis, data_dir)
+            check_data_dir(self._redis, data_dir)
             self.logs = {
                 name: StreamLog(self._redis, name, directory=data_dir / "log" / name) for name in TABLES
             }
             self.keys = {name: RedisRecentKeys(self._redis, name) for name in TABLES}
+            if not is_bound(self._redis):
+                # A Redis new to this data directory (an install moving from the file log, a Redis
+                # replaced) learns what the lake received within the window, so re-sends of those
+                # rows stay duplicates.
+                self._remember_lake_in_redis()
+            bind_data_dir(self._redis, data_dir)
             sources = self.logs
         self.flushers = {
             name: Flusher(
@@ -185,6 +191,14 @@ class Ingest:
             for name, table in TABLES.items()
         }
         self._started = False
+
+    def _remember_lake_in_redis(self) -> None:
+        for name, table in TABLES.items():
+            keys = self.keys[name]
+            for site_id, row_keys, written_at in self.lake.recent_keys(
+                table, time.time() - keys.window_seconds
+            ):
+                keys.add_all(keys.keys_of(site_id, row_keys), at=written_at)
 
     def start(self) -> None:
         """Replay whatever the logs hold beyond their checkpoints, then flush in the background."""

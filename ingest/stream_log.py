@@ -102,10 +102,20 @@ def check_durable(client: redis.Redis) -> None:
 
 def bind_data_dir(client: redis.Redis, data_dir: Path) -> None:
     """Claim this Redis log for ``data_dir`` (the first process to use it does), or refuse."""
+    client.set(DATA_DIR_ID_KEY, _data_dir_id(data_dir), nx=True)
+    check_data_dir(client, data_dir)
+
+
+def is_bound(client: redis.Redis) -> bool:
+    """Whether some data directory uses this Redis log already."""
+    return bool(client.exists(DATA_DIR_ID_KEY))
+
+
+def check_data_dir(client: redis.Redis, data_dir: Path) -> None:
+    """Refuse a Redis log bound to another data directory than ``data_dir``."""
     ours = _data_dir_id(data_dir)
-    client.set(DATA_DIR_ID_KEY, ours, nx=True)
-    bound = _text(client.get(DATA_DIR_ID_KEY))
-    if bound != ours:
+    bound = client.get(DATA_DIR_ID_KEY)
+    if bound is not None and _text(bound) != ours:
         raise LogOfAnotherDataDir(
             f"this Redis log feeds the data directory with id {bound}, and {data_dir.resolve()} has id "
             f"{ours} ({data_dir / DATA_DIR_ID_FILE}); every process of an install needs the same AISLE_DATA_DIR"

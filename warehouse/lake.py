@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -227,6 +228,12 @@ class Lake:
         """The table's files written at or after ``since`` (epoch seconds): only these can hold rows
         received since then."""
         return [path for path in self.files(table) if path.stat().st_mtime >= since]
+
+    def recent_keys(self, table: LakeTable, since: float) -> Iterator[tuple[str, list[str], float]]:
+        """(site id, row keys, when written) of each of the table's files written since ``since``."""
+        for path in self.files_written_since(table, since):
+            keys = pq.read_table(path, columns=[table.key])[table.key].to_pylist()
+            yield self.site_of(path), keys, path.stat().st_mtime
 
     def partitions(self, table: LakeTable) -> list[Path]:
         return sorted(p for p in self.table_dir(table).glob("*/date=*") if p.is_dir())

@@ -290,3 +290,18 @@ def test_a_replay_checks_the_lake_as_it_is_now_not_as_this_process_loaded_it(
     monkeypatch.setattr(StreamLog, "_acknowledge", real_acknowledge)
     assert second.flush() == 0
     assert stored(tmp_path) == ["e-0", "e-1"]
+
+
+def test_a_redis_new_to_the_data_directory_learns_what_the_lake_received(tmp_path, opened, redis_log_url):
+    """An install moving from the file log (or given a new Redis): re-sends of rows the lake holds
+    stay duplicates (found by a black-box check: they were stored twice)."""
+    file_server = Ingest(data_dir=tmp_path)
+    file_server.accept_events_sync([event("e-1"), event("e-2")], ctx())
+    file_server.accept_orders_sync([order("o-1")], ctx())
+    file_server.flush()
+    file_server.stop()
+    api = api_process(opened, tmp_path, redis_log_url)
+    assert api.accept_events_sync([event("e-1"), event("e-3")], ctx()).duplicates == 1
+    assert api.order_stored(SITE, "o-1")
+    assert api.flush() == 1
+    assert stored(tmp_path) == ["e-1", "e-2", "e-3"]
