@@ -278,11 +278,14 @@ class TrackOneDoc(EventIn):
     response_model=BatchResult,
     dependencies=[require(ANALYTICS_VIEW)],
     openapi_extra=documented_body(
-        TrackOneDoc, "One event plus `siteId`. Historical timestamps are accepted."
+        TrackOneDoc,
+        "One event plus `siteId` (or `{siteId, event: {...}}`). Historical timestamps are accepted.",
     ),
 )
 async def track(request: Request, store: StoreDep, principal: CurrentUser) -> BatchResult:
     site, event = await _owned_site_and_body(request, store, principal, what="event")
+    if "event" in event and len(event) == 1:  # the nested form
+        event = event["event"]
     return await _durably(_ingest(request).accept_events([event], _private_context(site, sent_at=None)))
 
 

@@ -107,14 +107,6 @@ class TrackEventBatch(EventBatch):
     site_id: str
 
 
-class TrackOneIn(_Wire):
-    site_id: str
-    event: dict[str, Any] | None = Field(
-        default=None, description="The event; or give its fields at top level."
-    )
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
-
-
 class OrderItemIn(_Wire):
     product_item_code: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
     product_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)

@@ -516,6 +516,14 @@ def test_private_tracking_accepts_historical_data(client, app, owner, shop):
     ]
 
 
+def test_private_tracking_of_one_event_takes_it_flat_or_nested(owner, shop):
+    nested = owner.post("/analytics/track", json={"siteId": shop["id"], "event": ev("n1")})
+    assert nested.json() == {"accepted": 1, "rejected": [], "duplicates": 0}, nested.text
+    not_an_event = owner.post("/analytics/track", json={"siteId": shop["id"], "event": 42})
+    assert not_an_event.status_code == 200
+    assert [r["code"] for r in not_an_event.json()["rejected"]] == ["EVENT_NOT_OBJECT"]
+
+
 def test_private_tracking_needs_a_token_and_the_site_of_your_organisation(client, app, outsider, shop):
     bodies = {
         "/analytics/track": {"siteId": shop["id"], **ev("p1")},
