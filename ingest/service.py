@@ -179,12 +179,12 @@ class Ingest:
                 table=table,
                 source=sources[name],
                 lake=self.lake,
-                # On a Redis log, events are claimed as they are logged (each id stored from the one
-                # entry that claimed it); other rows are checked against what any process's flush
-                # wrote; replays against the lake itself, loaded into this process's memory.
+                # Event and consent ids are claimed as they are accepted (on a Redis log, as they are
+                # logged: each id is stored from the one entry that claimed it); other rows are checked
+                # against what any flush wrote (a Redis log's marks); replays against the lake itself.
                 stored=self.keys[name] if stream_url is None else RecentKeys(),
                 interval_seconds=flush_interval_seconds,
-                claimed_at_accept=table is EVENTS,
+                claimed_at_accept=table in (EVENTS, CONSENTS),
                 shared=self.keys[name] if stream_url is not None and table is not EVENTS else None,
                 reload_on_replay=stream_url is not None,
             )
@@ -265,10 +265,10 @@ class Ingest:
         return kept, rejected, len(rows) - len(kept)
 
     @contextmanager
-    def _claimed(self, site_id: str, event_ids: list[str]) -> Iterator[list[bool]]:
-        """Claim ``event_ids``; yields which ones are new. They stay claimed unless the body of the
-        ``with`` fails (the client retries)."""
-        keys = self.keys[EVENTS.name]
+    def _claimed(self, site_id: str, event_ids: list[str], table: LakeTable = EVENTS) -> Iterator[list[bool]]:
+        """Claim ``event_ids`` (or other keys of ``table``); yields which ones are new. They stay
+        claimed unless the body of the ``with`` fails (the client retries)."""
+        keys = self.keys[table.name]
         hashes = keys.keys_of(site_id, event_ids)
         fresh = keys.claim(hashes)
         try:
@@ -286,12 +286,14 @@ class Ingest:
             columns = {name: list(compress(values, fresh)) for name, values in columns.items()}
         return (encode_event_batch(common_columns(ctx), columns) if columns["event_id"] else None), duplicates
 
-    def _claiming(self, site_id: str, event_ids: list[str]) -> tuple[StreamLog, list[bytes]] | None:
+    def _claiming(
+        self, site_id: str, event_ids: list[str], table: LakeTable = EVENTS
+    ) -> tuple[StreamLog, list[bytes]] | None:
         """On a Redis log, the stream and the keys its script claims as it logs a batch (none when
         no event of the batch is valid: nothing is logged)."""
         if self._redis is None:
             return None
-        return self.logs[EVENTS.name], self.keys[EVENTS.name].keys_of(site_id, event_ids)
+        return self.logs[table.name], self.keys[table.name].keys_of(site_id, event_ids)
 
     async def _store_events(
         self, columns: EventColumns, failures: EventFailures, ctx: Context
@@ -349,13 +351,17 @@ class Ingest:
 
     async def accept_consent(self, raw: Any, ctx: Context) -> tuple[dict[str, Any], bool]:
         """Validate one consent record (raises Rejected) and append it durably unless its consent id
-        was already stored; returns the row and whether it was such a duplicate. A re-send that
-        arrives before the first copy's flush is logged twice and stored once (the flusher checks keys)."""
+        was already received; returns the row and whether it was such a duplicate. Ids are claimed as
+        events' are, so a re-send before the first copy's flush is a duplicate too."""
         row = consent_row(raw, ctx)
-        keys = self.keys[CONSENTS.name]
-        [fresh] = keys.filter_new(keys.keys_of(ctx.site_id, [row["consent_id"]]))
-        if fresh:
-            await self.logs[CONSENTS.name].append(encode([row]))
+        ids = [row["consent_id"]]
+        if claiming := self._claiming(ctx.site_id, ids, CONSENTS):
+            stream, keys = claiming
+            [fresh] = await stream.append_claiming(encode([row]), keys)
+            return row, not fresh
+        with self._claimed(ctx.site_id, ids, CONSENTS) as [fresh]:
+            if fresh:
+                await self.logs[CONSENTS.name].append(encode([row]))
         return row, not fresh
 
     def order_stored(self, site_id: str, order_id: str) -> bool:

@@ -305,3 +305,15 @@ def test_a_redis_new_to_the_data_directory_learns_what_the_lake_received(tmp_pat
     assert api.order_stored(SITE, "o-1")
     assert api.flush() == 1
     assert stored(tmp_path) == ["e-1", "e-2", "e-3"]
+
+
+def test_a_consent_re_sent_before_its_flush_is_a_duplicate_on_either_log(tmp_path, opened, redis_log_url):
+    record = {"consentId": "c-1", "visitorId": "v-1", "categories": {"analytics": True}}
+    file_log = Ingest(data_dir=tmp_path / "file", flush_interval_seconds=3600)
+    opened.append(file_log)
+    for service in (file_log, api_process(opened, tmp_path / "redis", redis_log_url)):
+        assert asyncio.run(service.accept_consent(record, ctx()))[1] is False
+        assert asyncio.run(service.accept_consent(record, ctx()))[1] is True  # not yet flushed
+        assert service.flush() == 1
+        assert asyncio.run(service.accept_consent(record, ctx()))[1] is True
+        assert service.flush() == 0
