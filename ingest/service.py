@@ -148,21 +148,22 @@ class Ingest:
         self.flush_interval_seconds = flush_interval_seconds
         self.flush_in_background = flush_in_background
         self.events_flusher_process = events_flusher_process and stream_url is None
+        self._redis = None
+        if stream_url is not None:  # refused before the data directory is locked
+            self._redis = redis.Redis.from_url(stream_url, socket_timeout=10, socket_connect_timeout=5)
+            check_durable(self._redis)
+            check_data_dir(self._redis, data_dir)
         # One process flushes in the background per data directory: the server of a file log, the
         # `aisle flush` of a Redis log.
         self._lock_handle = _lock_data_dir(data_dir) if stream_url is None or flush_in_background else None
         self._events_process: subprocess.Popen | None = None
         self.lake = Lake(data_dir / "lake")
-        self._redis = None
         if stream_url is None:
             self.logs = {name: DurableLog(data_dir / "log" / name) for name in TABLES}
             # One window per table serves both the accepting side and the flusher's checks.
             self.keys = {name: RecentKeys() for name in TABLES}
             sources = {name: FileChunks(log) for name, log in self.logs.items()}
         else:
-            self._redis = redis.Redis.from_url(stream_url, socket_timeout=10, socket_connect_timeout=5)
-            check_durable(self._redis)
-            check_data_dir(self._redis, data_dir)
             self.logs = {
                 name: StreamLog(self._redis, name, directory=data_dir / "log" / name) for name in TABLES
             }

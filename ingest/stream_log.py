@@ -112,13 +112,17 @@ def is_bound(client: redis.Redis) -> bool:
 
 
 def check_data_dir(client: redis.Redis, data_dir: Path) -> None:
-    """Refuse a Redis log bound to another data directory than ``data_dir``."""
-    ours = _data_dir_id(data_dir)
+    """Refuse a Redis log bound to another data directory than ``data_dir`` (without naming one)."""
     bound = client.get(DATA_DIR_ID_KEY)
-    if bound is not None and _text(bound) != ours:
+    if bound is None:
+        return
+    path = data_dir / DATA_DIR_ID_FILE
+    ours = path.read_text().strip() if path.exists() else None
+    if _text(bound) != ours:
+        has = f"has id {ours} ({path})" if ours else "has none"
         raise LogOfAnotherDataDir(
-            f"this Redis log feeds the data directory with id {bound}, and {data_dir.resolve()} has id "
-            f"{ours} ({data_dir / DATA_DIR_ID_FILE}); every process of an install needs the same AISLE_DATA_DIR"
+            f"this Redis log feeds the data directory with id {_text(bound)}, and {data_dir.resolve()} {has}; "
+            "every process of an install needs the same AISLE_DATA_DIR"
         )
 
 
