@@ -178,16 +178,18 @@ class Flusher:
                     self.stored = RecentKeys(window_seconds=self.stored.window_seconds)
                     self._stored_loaded = False
                     reloaded = True
-                parts = (
-                    [self.decode(chunk.data)] if chunk.data else []
-                )  # a stream's entries may be deleted ones
-                parts += [self.decode(line).filter(pa.array(mask)) for line, mask in chunk.masked]
-                if parts:
-                    written += self._store(
-                        pa.concat_tables(parts) if len(parts) > 1 else parts[0], replay=chunk.replay
-                    )
+                if (rows := self._rows(chunk)) is not None:
+                    written += self._store(rows, replay=chunk.replay)
                 chunk.commit()
         return written
+
+    def _rows(self, chunk: Chunk) -> pa.Table | None:
+        """The chunk's rows to store (None when it has none: a stream's entries may be deleted ones)."""
+        parts = [self.decode(chunk.data)] if chunk.data else []
+        parts += [self.decode(line).filter(pa.array(mask)) for line, mask in chunk.masked]
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
     def decode(self, data: bytes) -> pa.Table:
         """Log lines to wire-typed rows: batch lines (shared columns once) and single-row lines."""

@@ -42,9 +42,10 @@ if TYPE_CHECKING:
     from ingest.batch_worker import PreparedBatch
 
 Failures = list[tuple[int, Rejected]]
+BatchRows = Callable[[list[Any], Context], tuple[list[dict[str, Any]], Failures]]
+
 # A Redis log's entries normally reach the lake within a flush interval or two.
 STALE_BACKLOG_SECONDS = 60
-BatchRows = Callable[[list[Any], Context], tuple[list[dict[str, Any]], Failures]]
 
 
 def one_by_one(make_row: Callable[[Any, Context], dict[str, Any]]) -> BatchRows:
@@ -112,6 +113,19 @@ def flush_file_log(data_dir: Path) -> int:
         ingest.stop()
 
 
+def _open_redis_log(stream_url: str, data_dir: Path) -> redis.Redis:
+    """A client of the Redis log, refused (``RedisLogRefused``) when that Redis is not durable or
+    feeds another data directory."""
+    client = redis.Redis.from_url(stream_url, socket_timeout=10, socket_connect_timeout=5)
+    try:
+        check_durable(client)
+        check_data_dir(client, data_dir)
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
 def check_can_start(data_dir: Path, stream_url: str | None, *, flush_in_background: bool) -> None:
     """What ``Ingest`` would refuse, checked before a server starts (so the command can say it in one
     line): a data directory another process writes, a Redis log that is not durable, belongs to
@@ -119,12 +133,7 @@ def check_can_start(data_dir: Path, stream_url: str | None, *, flush_in_backgrou
     if stream_url is None or flush_in_background:
         _lock_data_dir(data_dir).close()
     if stream_url is not None:
-        client = redis.Redis.from_url(stream_url, socket_timeout=10, socket_connect_timeout=5)
-        try:
-            check_durable(client)
-            check_data_dir(client, data_dir)
-        finally:
-            client.close()
+        _open_redis_log(stream_url, data_dir).close()
 
 
 class Ingest:
@@ -148,11 +157,8 @@ class Ingest:
         self.flush_interval_seconds = flush_interval_seconds
         self.flush_in_background = flush_in_background
         self.events_flusher_process = events_flusher_process and stream_url is None
-        self._redis = None
-        if stream_url is not None:  # refused before the data directory is locked
-            self._redis = redis.Redis.from_url(stream_url, socket_timeout=10, socket_connect_timeout=5)
-            check_durable(self._redis)
-            check_data_dir(self._redis, data_dir)
+        # Refused before the data directory is locked.
+        self._redis = _open_redis_log(stream_url, data_dir) if stream_url is not None else None
         # One process flushes in the background per data directory: the server of a file log, the
         # `aisle flush` of a Redis log.
         self._lock_handle = _lock_data_dir(data_dir) if stream_url is None or flush_in_background else None
@@ -302,7 +308,7 @@ class Ingest:
         if claiming := self._claiming(ctx.site_id, columns["event_id"]):
             stream, keys = claiming
             line = encode_event_batch(common_columns(ctx), columns) if keys else b""
-            fresh = await stream.append_claiming(line, keys) if keys else []
+            fresh = await stream.append_claiming(line, keys)
             return _batch_result(columns["event_id"], failures, len(fresh) - sum(fresh))
         with self._claimed(ctx.site_id, columns["event_id"]) as fresh:
             line, duplicates = self._new_events_line(columns, ctx, fresh)
@@ -322,7 +328,7 @@ class Ingest:
         """``accept_events`` for a batch a worker process validated and encoded (``ingest.batch_worker``)."""
         if claiming := self._claiming(site_id, batch.event_ids):
             stream, keys = claiming
-            fresh = await stream.append_claiming(batch.line, keys) if keys else []
+            fresh = await stream.append_claiming(batch.line, keys)
             return _batch_result(batch.event_ids, batch.failures, len(fresh) - sum(fresh))
         with self._claimed(site_id, batch.event_ids) as fresh:
             duplicates = len(fresh) - sum(fresh)
@@ -336,7 +342,7 @@ class Ingest:
         if claiming := self._claiming(ctx.site_id, columns["event_id"]):
             stream, keys = claiming
             line = encode_event_batch(common_columns(ctx), columns) if keys else b""
-            fresh = stream.append_claiming_sync(line, keys) if keys else []
+            fresh = stream.append_claiming_sync(line, keys)
             return _batch_result(columns["event_id"], failures, len(fresh) - sum(fresh))
         with self._claimed(ctx.site_id, columns["event_id"]) as fresh:
             line, duplicates = self._new_events_line(columns, ctx, fresh)

@@ -172,11 +172,12 @@ class StreamLog(GroupCommit):
         super().__init__(name=f"stream-{table}", max_group=max_group)
 
     async def append_claiming(self, payload: bytes, keys: list[bytes]) -> list[bool]:
-        """Claim ``keys`` and log ``payload`` when any of them is new; which ones were."""
-        return await self.call(_Claiming(payload, keys))
+        """Claim ``keys`` and log ``payload`` when any of them is new; which ones were. Without keys
+        (a batch with no valid event) nothing is sent."""
+        return await self.call(_Claiming(payload, keys)) if keys else []
 
     def append_claiming_sync(self, payload: bytes, keys: list[bytes]) -> list[bool]:
-        return self.submit(_Claiming(payload, keys)).result()
+        return self.submit(_Claiming(payload, keys)).result() if keys else []
 
     def _write(self, items: list[bytes | _Claiming]) -> list[list[bool] | None | Exception]:
         pipe = self.client.pipeline(transaction=False)
