@@ -65,6 +65,19 @@ def stored(data_dir: Path, table=EVENTS) -> list[str]:
         f"SELECT {table.key} FROM read_parquet({[str(f) for f in files]})").fetchall())  # fmt: skip
 
 
+def flush_losing_the_acknowledgement(service: Ingest, monkeypatch) -> None:
+    """A flush that writes its Parquet files, then loses Redis before it acknowledges (as a killed
+    flusher would): its entries stay pending."""
+
+    def lost_connection(self, ids):
+        raise redis.ConnectionError("connection lost")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(StreamLog, "_acknowledge", lost_connection)
+        with pytest.raises(redis.ConnectionError):
+            service.flush()
+
+
 def stream_entries(url: str, table=EVENTS) -> int:
     return redis.Redis.from_url(url).xlen(stream_key(table.name))
 
@@ -121,14 +134,7 @@ def test_a_flush_that_died_before_acknowledging_is_read_again_and_stores_nothing
 ):
     api = api_process(opened, tmp_path, redis_log_url)
     api.accept_events_sync([event(f"e-{n}") for n in range(5)], ctx())
-
-    def lost_connection(self, ids):
-        raise redis.ConnectionError("connection lost")
-
-    monkeypatch.setattr(StreamLog, "_acknowledge", lost_connection)
-    with pytest.raises(redis.ConnectionError):
-        api.flush()
-    monkeypatch.undo()
+    flush_losing_the_acknowledgement(api, monkeypatch)
     assert stored(tmp_path) == [f"e-{n}" for n in range(5)]
     assert api.logs[EVENTS.name].pending() == 1
     # Another process (the flusher after a restart) reads the unacknowledged entry first.
@@ -270,24 +276,13 @@ def test_a_replay_checks_the_lake_as_it_is_now_not_as_this_process_loaded_it(
     tmp_path, opened, redis_log_url, monkeypatch
 ):
     first, second = api_process(opened, tmp_path, redis_log_url), api_process(opened, tmp_path, redis_log_url)
-    real_acknowledge = StreamLog._acknowledge
-
-    def lost_connection(self, ids):
-        raise redis.ConnectionError("connection lost")
-
     # The second process replays once, and so loads the lake's keys as they were then.
     second.accept_events_sync([event("e-0")], ctx())
-    monkeypatch.setattr(StreamLog, "_acknowledge", lost_connection)
-    with pytest.raises(redis.ConnectionError):
-        second.flush()
-    monkeypatch.setattr(StreamLog, "_acknowledge", real_acknowledge)
+    flush_losing_the_acknowledgement(second, monkeypatch)
     assert second.flush() == 0
     # The first process writes e-1 and dies before acknowledging; the second replays that entry.
     first.accept_events_sync([event("e-1")], ctx())
-    monkeypatch.setattr(StreamLog, "_acknowledge", lost_connection)
-    with pytest.raises(redis.ConnectionError):
-        first.flush()
-    monkeypatch.setattr(StreamLog, "_acknowledge", real_acknowledge)
+    flush_losing_the_acknowledgement(first, monkeypatch)
     assert second.flush() == 0
     assert stored(tmp_path) == ["e-0", "e-1"]
 
