@@ -129,9 +129,7 @@ def flush(data_dir: DataDir = None) -> None:
         signal.signal(signum, lambda *_: stop.set())
     try:
         run(settings, stop)
-    except NotARedisLog as exc:
-        _refused(exc)
-    except _write_path_refusals() as exc:
+    except (NotARedisLog, *_write_path_refusals()) as exc:
         _refused(exc)
 
 
@@ -140,8 +138,7 @@ def demo(data_dir: DataDir = None) -> None:
     """Create (or refresh) the demo organisation, its verified site and its login; prints them as JSON."""
     from aisle.demo import load_demo
 
-    _, store = _store(data_dir)
-    settings = _settings(data_dir)
+    settings, store = _store(data_dir)
     typer.echo(
         json.dumps(load_demo(store, data_dir=settings.data_dir, stream_url=settings.stream_url), indent=2)
     )

@@ -42,17 +42,11 @@ from ingest.service import Ingest
 from jobs.mail import Outbox
 from jobs.scheduler import start_scheduler
 from queries.adhoc_sql import Sandbox
-from warehouse.catalog import sites
 from warehouse.catalog.store import create_store_engine, migrate
 from warehouse.engine import Engine
 from warehouse.hotstate import open_hot_state
 
 API_PREFIX = "/api/v1"
-
-
-def _site_timezones(store) -> dict[str, str]:
-    with store.connect() as conn:
-        return sites.timezones(conn)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -84,7 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 ingest=ingest,
                 compaction_interval_seconds=settings.compaction_interval_seconds,
                 engine=engine,
-                timezones=lambda: _site_timezones(store),
+                store=store,
             )
         app.state.scheduler = scheduler
         tune_for_serving()

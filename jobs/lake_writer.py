@@ -16,7 +16,6 @@ import structlog
 from aisle.settings import Settings
 from ingest.service import Ingest, flush_file_log
 from jobs.scheduler import start_scheduler
-from warehouse.catalog import sites
 from warehouse.catalog.store import create_store_engine
 from warehouse.engine import Engine
 
@@ -51,7 +50,7 @@ def run(settings: Settings, stop: threading.Event, *, ready: threading.Event | N
             ingest=ingest,
             compaction_interval_seconds=settings.compaction_interval_seconds,
             engine=engine,
-            timezones=lambda: _timezones(store),
+            store=store,
         )
         log.info("flushing", data_dir=str(settings.data_dir), interval=settings.flush_interval_seconds)
         if ready is not None:
@@ -63,8 +62,3 @@ def run(settings: Settings, stop: threading.Event, *, ready: threading.Event | N
         ingest.stop()  # the last flush
         engine.close()
         store.dispose()
-
-
-def _timezones(store) -> dict[str, str]:
-    with store.connect() as conn:
-        return sites.timezones(conn)

@@ -2,26 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-
 from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy.engine import Engine as StoreEngine
 
 from ingest.service import Ingest
 from jobs import compaction
+from warehouse.catalog import sites
 from warehouse.engine import Engine
 
 
 def start_scheduler(
     *, ingest: Ingest, compaction_interval_seconds: float, engine: Engine | None = None,
-    timezones: Callable[[], Mapping[str, str]] | None = None,
+    store: StoreEngine | None = None,
 ) -> BackgroundScheduler:  # fmt: skip
+    """``store``: the config store, read for the sites' time zones (the monthly rollups need them)."""
+
+    def timezones() -> dict[str, str]:
+        with store.connect() as conn:
+            return sites.timezones(conn)
+
     scheduler = BackgroundScheduler(timezone="UTC")
     scheduler.add_job(
         compaction.compact_lake,
         "interval",
         seconds=compaction_interval_seconds,
         id=compaction.JOB_ID,
-        args=[ingest, engine, timezones],
+        args=[ingest, engine, timezones if store is not None else None],
         max_instances=1,
         coalesce=True,
     )
