@@ -171,6 +171,3 @@ class RedisRecentKeys:
             if count % KEYS_PER_CALL == 0:
                 pipe.execute()
         pipe.execute()
-
-    def __contains__(self, key: bytes) -> bool:
-        return bool(self._client.exists(key))
