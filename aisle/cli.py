@@ -20,7 +20,9 @@ DataDir = Annotated[
 ]
 
 
-def _settings(data_dir: Path | None):
+def _settings(data_dir: Path | None, *, prepare: bool = True):
+    """The settings, with the data directory made unless ``prepare`` is false (a command that may
+    refuse to start makes it only once it will start)."""
     if data_dir is not None:
         os.environ["AISLE_DATA_DIR"] = str(data_dir)
     from pydantic import ValidationError
@@ -33,7 +35,8 @@ def _settings(data_dir: Path | None):
         messages = "; ".join(error["msg"].removeprefix("Value error, ") for error in exc.errors())
         typer.echo(f"error: settings: {messages}", err=True)
         raise typer.Exit(2) from exc
-    settings.prepare_data_dir()
+    if prepare:
+        settings.prepare_data_dir()
     return settings
 
 
@@ -89,7 +92,7 @@ def serve(
 
     from ingest.service import check_can_start
 
-    settings = _settings(data_dir)
+    settings = _settings(data_dir, prepare=False)
     try:
         # On a Redis log the servers only accept; `aisle flush` writes the lake (as in create_app).
         check_can_start(
@@ -97,6 +100,7 @@ def serve(
         )
     except _write_path_refusals() as exc:
         _refused(exc)
+    settings.prepare_data_dir()
     os.environ.setdefault("AISLE_PUBLIC_URL", f"http://{host}:{port}")
     typer.echo(
         f"Aisle listening on http://{host}:{port}/api/v1 (docs at /api/v1/docs), data in {settings.data_dir}"
@@ -119,15 +123,17 @@ def flush(data_dir: DataDir = None) -> None:
     import signal
     import threading
 
-    from jobs.lake_writer import NotARedisLog, run
+    from jobs.lake_writer import NotARedisLog, check_can_run, run
     from warehouse.catalog.store import create_store_engine, migrate
 
-    settings = _settings(data_dir)
-    migrate(create_store_engine(settings.resolved_database_url))
+    settings = _settings(data_dir, prepare=False)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     try:
+        check_can_run(settings)  # before anything is made in a data directory it may not write
+        settings.prepare_data_dir()
+        migrate(create_store_engine(settings.resolved_database_url))
         run(settings, stop)
     except (NotARedisLog, *_write_path_refusals()) as exc:
         _refused(exc)

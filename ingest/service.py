@@ -129,11 +129,12 @@ def _open_redis_log(stream_url: str, data_dir: Path) -> redis.Redis:
 def check_can_start(data_dir: Path, stream_url: str | None, *, flush_in_background: bool) -> None:
     """What ``Ingest`` would refuse, checked before a server starts (so the command can say it in one
     line): a data directory another process writes, a Redis log that is not durable, belongs to
-    another data directory or does not answer (``redis.RedisError``)."""
-    if stream_url is None or flush_in_background:
-        _lock_data_dir(data_dir).close()
+    another data directory or does not answer (``redis.RedisError``). Redis is asked first: locking
+    makes the data directory, which a refused process should leave as it was."""
     if stream_url is not None:
         _open_redis_log(stream_url, data_dir).close()
+    if stream_url is None or flush_in_background:
+        _lock_data_dir(data_dir).close()
 
 
 class Ingest:

@@ -14,7 +14,7 @@ import threading
 import structlog
 
 from aisle.settings import Settings
-from ingest.service import Ingest, flush_file_log
+from ingest.service import Ingest, check_can_start, flush_file_log
 from jobs.scheduler import start_scheduler
 from warehouse.catalog.store import create_store_engine
 from warehouse.engine import Engine
@@ -26,13 +26,20 @@ class NotARedisLog(RuntimeError):
     pass
 
 
-def run(settings: Settings, stop: threading.Event, *, ready: threading.Event | None = None) -> None:
-    """Flush and compact until ``stop`` is set, then flush what the log holds and return."""
+def check_can_run(settings: Settings) -> None:
+    """Refuse (``NotARedisLog``, or what ``check_can_start`` refuses) without touching the data
+    directory."""
     if settings.stream_url is None:
         raise NotARedisLog(
             "aisle flush moves a Redis log to the lake (AISLE_DURABLE_LOG=redis); a file log is "
             "flushed by its own `aisle serve`"
         )
+    check_can_start(settings.data_dir, settings.stream_url, flush_in_background=True)
+
+
+def run(settings: Settings, stop: threading.Event, *, ready: threading.Event | None = None) -> None:
+    """Flush and compact until ``stop`` is set, then flush what the log holds and return."""
+    check_can_run(settings)
     if replayed := flush_file_log(settings.data_dir):
         log.info("file_log_flushed", rows=replayed)  # acknowledged before the move to Redis
     store = create_store_engine(settings.resolved_database_url)

@@ -334,6 +334,26 @@ def test_the_redis_log_refusals_are_one_line(tmp_path, redis_server, command):
     )
     assert nobody.returncode == 2
     assert nobody.stderr.startswith("error: Redis does not answer:") and nobody.stderr.count("\n") == 1
+    assert not (tmp_path / "data").exists()  # a refused command makes nothing
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("command", ["serve", "flush"])
+def test_a_data_dir_the_redis_log_does_not_feed_is_refused_and_left_as_it_was(
+    tmp_path, redis_log_url, command
+):
+    Ingest(
+        data_dir=tmp_path / "first", stream_url=redis_log_url, flush_in_background=False
+    ).stop()  # binds the log
+    other = tmp_path / "other"
+    args = [command, "--data-dir", str(other)] + (["--port", str(free_port())] if command == "serve" else [])
+    result = run_aisle(
+        *args, env=cli_env(AISLE_DURABLE_LOG="redis", AISLE_REDIS_URL=redis_log_url), timeout=60
+    )
+    assert result.returncode == 2
+    assert "every process of an install needs the same AISLE_DATA_DIR" in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert not other.exists()  # no config store, outbox or lock file in a directory it may not write
 
 
 def test_serve_with_the_config_store_on_postgresql(tmp_path, postgres_url):
