@@ -16,7 +16,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -24,8 +24,8 @@ from zoneinfo import ZoneInfo
 import orjson
 import pyarrow.parquet as pq
 
-from ingest.normalise import Context
-from ingest.schemas import BatchResult
+from ingest.normalise import Context, Rejected, money
+from ingest.schemas import AMOUNT_TEXT, BatchResult
 from ingest.service import Ingest
 
 BATCH_ROWS = 2000
@@ -128,9 +128,32 @@ def read_rows(path: Path, fmt: str) -> Iterator[tuple[int, Any]]:
 SHOP_ZONE = ZoneInfo("Europe/London")
 
 
-def _retail_time(text: str) -> str:
-    local = datetime.strptime(text.strip(), "%Y-%m-%d %H:%M:%S").replace(tzinfo=SHOP_ZONE)
-    return local.astimezone(UTC).isoformat()
+# The file here has ISO-like times; the UCI repository's original spreadsheet export has US ones.
+RETAIL_TIME_FORMATS = ("%Y-%m-%d %H:%M:%S", "%m/%d/%Y %H:%M")
+RETAIL_COLUMNS = ("InvoiceNo", "StockCode", "Quantity", "UnitPrice", "InvoiceDate")
+
+
+def _retail_time(text: str) -> str | None:
+    """The invoice's time in UTC (the shop's clock is London's), or None when it is not a time."""
+    for layout in RETAIL_TIME_FORMATS:
+        try:
+            local = datetime.strptime(text.strip(), layout).replace(tzinfo=SHOP_ZONE)
+        except ValueError:
+            continue
+        return local.astimezone(UTC).isoformat()
+    return None
+
+
+def _retail_price(text: str) -> Decimal:
+    """A unit price; ValueError for anything but a decimal number the lake can hold."""
+    if not AMOUNT_TEXT.fullmatch(text.strip()):
+        raise ValueError(text)
+    price = Decimal(text.strip())
+    try:
+        money(price, "UnitPrice")  # before any arithmetic: "1E+1000000" overflows a product
+    except Rejected as exc:
+        raise ValueError(text) from exc
+    return price
 
 
 def _customer(raw: str) -> str | None:
@@ -143,17 +166,33 @@ def online_retail_orders(rows: Iterator[tuple[int, dict]]) -> Iterator[tuple[int
     (line number, (code, reason)) for invoices that are not orders."""
     invoices: OrderedDict[str, list[tuple[int, dict]]] = OrderedDict()
     for number, row in rows:
-        invoices.setdefault(row["InvoiceNo"].strip(), []).append((number, row))
+        if missing := [c for c in RETAIL_COLUMNS if not isinstance(row, dict) or c not in row]:
+            raise ValueError(
+                f"the online-retail preset needs the columns {', '.join(RETAIL_COLUMNS)}; "
+                f"line {number} has no {', '.join(missing)}"
+            )
+        invoices.setdefault(str(row["InvoiceNo"]).strip(), []).append((number, row))
     for invoice, lines in invoices.items():
         first = lines[0][0]
         if invoice.startswith("A"):
             yield first, ("NOT_AN_ORDER", f"invoice {invoice} is a bad-debt adjustment, not a sale")
             continue
         refund = invoice.startswith("C")
+        timestamp = _retail_time(str(lines[0][1]["InvoiceDate"]))
+        if timestamp is None:
+            yield (
+                first,
+                (
+                    "TIMESTAMP_INVALID",
+                    f"invoice {invoice} has InvoiceDate '{lines[0][1]['InvoiceDate']}', not a time such as "
+                    "2010-12-01 08:26:00 or 12/1/2010 8:26",
+                ),
+            )
+            continue
         try:
             quantities = [int(row["Quantity"]) for _, row in lines]
-            prices = [Decimal(row["UnitPrice"]) for _, row in lines]
-        except (ValueError, InvalidOperation):
+            prices = [_retail_price(str(row["UnitPrice"])) for _, row in lines]
+        except (ValueError, TypeError):
             yield (
                 first,
                 ("INVALID_ORDER", f"invoice {invoice} has a line without a numeric quantity or price"),
@@ -181,7 +220,7 @@ def online_retail_orders(rows: Iterator[tuple[int, dict]]) -> Iterator[tuple[int
             first,
             {
                 "orderId": invoice,
-                "timestamp": _retail_time(lines[0][1]["InvoiceDate"]),
+                "timestamp": timestamp,
                 "visitorId": f"customer-{customer}" if customer else f"guest-{invoice.removeprefix('C')}",
                 "userId": customer,
                 "sessionId": f"invoice-{invoice}",

@@ -26,7 +26,7 @@ CATEGORY_EVENTS = frozenset(EVENT_FAMILIES["category"])
 UNKNOWN_CATEGORY = "unknown"
 
 MONEY_SCALE = 6
-MONEY_LIMIT = Decimal(10) ** 17
+MONEY_DIGITS = 17  # amounts below 10^17 (decimal128(24, 6) holds 18 integer digits)
 # Storefront clocks drift; anything further out than this is a broken client, not skew.
 PUBLIC_MAX_AGE = timedelta(days=7)
 MAX_FUTURE = timedelta(minutes=10)
@@ -90,7 +90,8 @@ def event_time(raw: datetime | None, ctx: Context) -> datetime:
 def money(value: Decimal | None, field: str) -> str | None:
     if value is None:
         return None
-    if not value.is_finite() or abs(value) >= MONEY_LIMIT:
+    # By the exponent: abs() or a comparison of "1E+1000000" overflows the decimal context.
+    if not value.is_finite() or (value and value.adjusted() >= MONEY_DIGITS):
         raise Rejected("AMOUNT_INVALID", f"{field} must be a finite amount below 10^17")
     exact = value.quantize(Decimal(1).scaleb(-MONEY_SCALE))
     if value != exact:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, NotRequired
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator, with_config
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator, with_config
 from pydantic.alias_generators import to_camel
 from typing_extensions import TypedDict
 
@@ -20,6 +21,21 @@ MAX_URL_LENGTH = 2048
 MAX_ORDER_ITEMS = 2000
 
 Id = Field(default=None, max_length=MAX_ID_LENGTH)
+
+# A decimal as JSON and most languages write one. Python's Decimal also reads other scripts' digits
+# ("١٢"), underscores ("1_000") and surrounding spaces, which no shop means as an amount.
+AMOUNT_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+
+
+def _amount_text(value: Any) -> Any:
+    if isinstance(value, str) and not AMOUNT_TEXT.fullmatch(value):
+        raise ValueError("must be a decimal number such as 19.99")
+    return value
+
+
+plain_amount = BeforeValidator(_amount_text)
+# Money on the wire: a JSON number or a decimal string, kept exact.
+Amount = Annotated[Decimal, plain_amount]
 
 
 # camelCase on the wire, snake_case inside. Values are kept exactly as sent (no whitespace stripping):
@@ -73,7 +89,7 @@ class EventIn(TypedDict):
         Annotated[str | None, Field(max_length=8, description="ISO-4217 of `value`, if any.")]
     ]
     value: NotRequired[
-        Annotated[Decimal | None, Field(description="Money value of the event (decimal string or number).")]
+        Annotated[Amount | None, Field(description="Money value of the event (decimal string or number).")]
     ]
 
 
@@ -111,7 +127,7 @@ class OrderItemIn(_Wire):
     product_item_code: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
     product_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
     quantity: int = Field(ge=-1_000_000, le=1_000_000)
-    price: Decimal = Field(description="Unit price, in the order currency.")
+    price: Amount = Field(description="Unit price, in the order currency.")
     name: str | None = Field(default=None, max_length=500)
     category_path: str | None = Field(default=None, max_length=500)
 
@@ -131,11 +147,11 @@ class OrderIn(_Wire):
     journey_id: str | None = Id
     user_id: str | None = Id
     currency: str | None = Field(default=None, max_length=8)
-    total: Decimal
-    subtotal: Decimal | None = None
-    tax: Decimal | None = None
-    shipping: Decimal | None = None
-    discount: Decimal | None = None
+    total: Amount
+    subtotal: Amount | None = None
+    tax: Amount | None = None
+    shipping: Amount | None = None
+    discount: Amount | None = None
     is_refund: bool = Field(default=False, description="A refund or cancellation; totals are then negative.")
     refund_of: str | None = Field(default=None, max_length=MAX_ID_LENGTH, description="The refunded orderId.")
     items: list[OrderItemIn] = Field(min_length=1, max_length=MAX_ORDER_ITEMS)

@@ -167,6 +167,15 @@ def test_a_bad_batch_reports_every_event_by_index(client, app, shop):
     assert query(app, "SELECT count(*) FROM events")[0][0] == 0
 
 
+def test_an_amount_beyond_any_decimal_is_rejected_by_index(client, app, shop):
+    response = post_events(client, shop, [ev("big-1"), ev("big-2", value="1E+1000000")])
+    assert response.status_code == 200, response.text
+    assert response.json()["accepted"] == 1
+    assert [(r["index"], r["code"]) for r in response.json()["rejected"]] == [(1, "AMOUNT_INVALID")]
+    app.state.ingest.flush()
+    assert query(app, "SELECT event_id FROM events") == [("big-1",)]
+
+
 def test_a_mixed_batch_keeps_the_valid_events(client, app, shop):
     response = post_events(
         client,
@@ -359,6 +368,9 @@ def test_an_invalid_order_stores_nothing_and_does_not_claim_its_id(client, app, 
     assert (bad_currency.status_code, error_code(bad_currency)) == (400, "CURRENCY_NOT_ISO4217")
     too_precise = post_order(client, shop, order(total="1.0000001"))
     assert (too_precise.status_code, error_code(too_precise)) == (400, "AMOUNT_TOO_PRECISE")
+    for huge in ({"total": "1E+1000000"}, {"tax": "-1E+1000000"}):
+        overflow = post_order(client, shop, order(**huge))
+        assert (overflow.status_code, error_code(overflow)) == (400, "AMOUNT_INVALID")
     assert post_order(client, shop, ["not", "an", "order"]).status_code == 400
     negative = post_order(client, shop, order(total="-39.98"))
     assert (negative.status_code, error_code(negative)) == (400, "INVALID_ORDER")

@@ -182,6 +182,37 @@ def test_online_retail_one_order_per_invoice_with_refunds_kept_apart(ingest, tmp
     ]
 
 
+def test_online_retail_rejects_a_bad_invoice_and_keeps_the_others(ingest, tmp_path):
+    path = retail_file(tmp_path, [
+        "536365,85123A,HEART,6,2010-12-01 08:26:00,2.55,17850.0,United Kingdom",
+        "536366,22633,HAND WARMER,6,notadate,1.85,17850.0,United Kingdom",
+        "536367,84879,BIRD,32,2010-12-01 08:34:00,1E+1000000,13047.0,United Kingdom",
+        "536368,22960,JAM,6,2010-12-01 08:34:00,١٢,13047.0,United Kingdom",
+        "536369,21756,BATH,3,12/1/2010 8:35,5.95,13047.0,United Kingdom",  # the UCI export's own style
+    ])  # fmt: skip
+    summary = import_file(ingest, site=SITE, path=path, preset="online-retail").as_dict()
+    assert (summary["rowsRead"], summary["accepted"]) == (5, 2)
+    assert summary["rejected"] == {"TIMESTAMP_INVALID": 1, "INVALID_ORDER": 2}
+    assert summary["examples"]["TIMESTAMP_INVALID"] == [
+        "line 3: invoice 536366 has InvoiceDate 'notadate', not a time such as 2010-12-01 08:26:00 or 12/1/2010 8:26"
+    ]
+    rows = lake_rows(ingest, "orders", "SELECT order_id, total, ts::VARCHAR FROM t ORDER BY 1")
+    assert rows == [
+        ("536365", Decimal("15.300000"), "2010-12-01 08:26:00+00"),
+        ("536369", Decimal("17.850000"), "2010-12-01 08:35:00+00"),
+    ]
+
+
+def test_online_retail_names_the_columns_a_file_lacks(ingest, tmp_path):
+    path = tmp_path / "events.csv"
+    path.write_text("name,eventId,visitorId,sessionId\npage_view,e1,v1,s1\n")
+    with pytest.raises(ValueError, match="needs the columns InvoiceNo, StockCode, Quantity, UnitPrice, "
+                                         "InvoiceDate; line 2 has no InvoiceNo, StockCode"):  # fmt: skip
+        import_file(ingest, site=SITE, path=path, preset="online-retail")
+    ingest.flush()
+    assert ingest.lake.files(ingest.flushers["orders"].table) == []  # nothing stored
+
+
 def reference_retail(lines: list[dict]) -> dict[str, tuple[bool, Decimal]]:
     """A plain reading of the rules: invoice -> (refund?, total) for the invoices that are orders."""
     invoices: dict[str, list[dict]] = {}

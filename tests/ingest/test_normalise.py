@@ -174,6 +174,13 @@ def test_money_is_kept_exact_at_six_decimals(value, stored):
         (0.0000001, "AMOUNT_TOO_PRECISE"),
         ("1e17", "AMOUNT_INVALID"),
         ("-1e17", "AMOUNT_INVALID"),
+        ("1E+1000000", "AMOUNT_INVALID"),  # beyond the decimal context: no arithmetic may touch it
+        ("-1E+1000000", "AMOUNT_INVALID"),
+        ("1E-1000000", "AMOUNT_TOO_PRECISE"),
+        ("١٢", "INVALID_EVENT"),  # Python's Decimal reads other scripts' digits; a shop does not
+        ("１２", "INVALID_EVENT"),
+        ("1_000", "INVALID_EVENT"),
+        (" 12", "INVALID_EVENT"),
         ("Infinity", "INVALID_EVENT"),
         ("NaN", "INVALID_EVENT"),
         ("lots", "INVALID_EVENT"),
@@ -455,6 +462,9 @@ def test_order_currency_resolution(currency, site_currency, expected):
         (order(total="1.0000001"), "AMOUNT_TOO_PRECISE"),
         (order(items=[{"productId": "p", "quantity": 1, "price": "0.0000005"}]), "AMOUNT_TOO_PRECISE"),
         (order(tax="1e20"), "AMOUNT_INVALID"),
+        (order(total="1E+1000000"), "AMOUNT_INVALID"),
+        (order(items=[{"productId": "p", "quantity": 1, "price": "-1E+1000000"}]), "AMOUNT_INVALID"),
+        (order(total="1_000"), "INVALID_ORDER"),
         (order(items=[{"quantity": 1, "price": "1"}]), "INVALID_ORDER"),
         (order(items=[{"productItemCode": "", "quantity": 1, "price": "1"}]), "INVALID_ORDER"),
         (order(items=[]), "INVALID_ORDER"),
