@@ -33,6 +33,7 @@ from api.ingest_routes import private as tracking_router
 from api.ingest_routes import public as public_ingest_router
 from api.observability import BatchWorkerMetrics, Metrics, RequestObserver, configure_logging
 from api.public.consent import router as public_consent_router
+from api.public.cors import PublicCors
 from api.public.routes import router as public_router
 from api.routes.admin import router as admin_router
 from api.routes.health import router as health_router
@@ -47,6 +48,7 @@ from warehouse.engine import Engine
 from warehouse.hotstate import open_hot_state
 
 API_PREFIX = "/api/v1"
+PUBLIC_PREFIX = f"{API_PREFIX}/public/"
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -142,9 +144,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def prometheus_metrics() -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
+    app.add_middleware(PublicCors, prefix=PUBLIC_PREFIX)
     app.add_middleware(RequestObserver, metrics=metrics)
     app.hot_path = HotPath(
-        app, prefix=f"{API_PREFIX}/public/sites/", suffix="/events/batch",
+        app, prefix=f"{PUBLIC_PREFIX}/sites/", suffix="/events/batch",
         endpoint=accept_event_batch, metrics=metrics,
     )  # fmt: skip
     return app

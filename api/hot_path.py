@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from api.observability import Metrics, RequestObserver
+from api.public.cors import public_cors
 
 Endpoint = Callable[[Request, str], Awaitable[Any]]
 
@@ -39,7 +40,8 @@ class HotPath:
         self.suffix = suffix
         self.endpoint = endpoint
         self.route = _Template(f"{prefix}{{siteKey}}{suffix}")
-        self.observed = RequestObserver(self._answer, metrics)
+        # The route is public: its answers carry the CORS headers the middleware stack would add.
+        self.observed = RequestObserver(public_cors(self._answer), metrics)
 
     def site_key(self, scope: Scope) -> str | None:
         """The site key when ``scope`` is a POST to exactly this route (a key is one path segment)."""

@@ -345,3 +345,46 @@ def test_the_key_is_checked_before_the_subscription(client, owner, admin, site):
     key = make_key(owner, site, "mobile_read")["key"]
     response = config(client, site["siteKey"], api_key(key))
     assert error(response) == (403, "SUBSCRIPTION_INVALID", "Subscription is not active")
+
+
+# --- cross-origin access (the shop's pages are another origin than Aisle) ------------------------------
+
+
+@pytest.mark.parametrize("route", ["identify", "events/batch", "orders", "consent"])
+def test_a_browser_preflight_of_a_public_post_is_allowed(client, shop, route):
+    response = client.options(
+        f"/public/sites/{shop['siteKey']}/{route}",
+        headers={**ORIGIN, "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "content-type, x-aisle-client-platform"},
+    )  # fmt: skip
+    assert response.status_code == 200, response.text
+    assert response.headers["access-control-allow-origin"] == "*"
+    assert "POST" in response.headers["access-control-allow-methods"]
+    allowed = response.headers["access-control-allow-headers"].lower()
+    assert "content-type" in allowed and "x-aisle-client-platform" in allowed
+    assert response.headers["access-control-max-age"] == "86400"
+
+
+def test_public_answers_are_readable_from_the_shop_s_pages(client, shop):
+    identified = identify(client, shop["siteKey"], ORIGIN)
+    assert identified.status_code == 200, identified.text
+    assert identified.headers["access-control-allow-origin"] == "*"
+    assert "x-ratelimit-remaining" in identified.headers["access-control-expose-headers"].lower()
+    # The events batch, served off the hot path, carries them too.
+    batch = client.post(
+        f"/public/sites/{shop['siteKey']}/events/batch",
+        json={"events": [{"name": "page_view", "visitorId": "v", "sessionId": "s"}]},
+        headers=ORIGIN,
+    )
+    assert batch.status_code == 200, batch.text
+    assert batch.headers["access-control-allow-origin"] == "*"
+    # Another origin may read why it was turned away.
+    refused = config(client, shop["siteKey"], WRONG_ORIGIN)
+    assert refused.status_code == 403 and refused.headers["access-control-allow-origin"] == "*"
+
+
+def test_the_private_api_stays_same_origin(client, shop):
+    response = client.options(
+        f"/sites/{shop['id']}", headers={**ORIGIN, "Access-Control-Request-Method": "GET"}
+    )
+    assert "access-control-allow-origin" not in response.headers
