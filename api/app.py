@@ -147,7 +147,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(PublicCors, prefix=PUBLIC_PREFIX)
     app.add_middleware(RequestObserver, metrics=metrics)
     app.hot_path = HotPath(
-        app, prefix=f"{PUBLIC_PREFIX}/sites/", suffix="/events/batch",
+        app, prefix=f"{PUBLIC_PREFIX}sites/", suffix="/events/batch",
         endpoint=accept_event_batch, metrics=metrics,
     )  # fmt: skip
     return app

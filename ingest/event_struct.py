@@ -27,7 +27,10 @@ from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 from typing_extensions import get_type_hints, is_typeddict
 
-from ingest.schemas import Consent, EventBatch, EventIn, plain_amount
+from ingest.schemas import Consent, EventBatch, EventIn, client_clock, iso_time, plain_amount
+
+# pydantic's rules the wire types here cover already, or that ``parse_event_batch`` checks itself.
+_COVERED = (plain_amount, iso_time, client_clock)
 
 _RFC3339_MICROS = re.compile(
     r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?", re.ASCII
@@ -61,8 +64,8 @@ def _constraints(extras: tuple[Any, ...]) -> dict[str, int]:
     found: dict[str, int] = {}
     for extra in extras:
         for rule in extra.metadata if isinstance(extra, FieldInfo) else [extra]:
-            if rule is plain_amount:
-                continue  # WireMoney reads plain decimal strings only already
+            if any(rule is covered for covered in _COVERED):
+                continue
             if isinstance(rule, annotated_types.MaxLen):
                 found["max_length"] = rule.max_length
             elif isinstance(rule, annotated_types.MinLen):

@@ -19,7 +19,16 @@ from pydantic import TypeAdapter, ValidationError
 from ingest.currency import is_iso4217, resolve_currency
 from ingest.event_names import CANONICAL_EVENT_NAMES, EVENT_FAMILIES
 from ingest.event_struct import EVENT_BATCH_DECODER, ConsentStruct, EventStruct
-from ingest.schemas import MAX_EVENT_BYTES, Consent, EventIn, MetricIn, OrderIn
+from ingest.schemas import (
+    EARLIEST,
+    MAX_CATEGORY_PATH_LENGTH,
+    MAX_EVENT_BYTES,
+    MAX_ID_LENGTH,
+    Consent,
+    EventIn,
+    MetricIn,
+    OrderIn,
+)
 
 PRODUCT_EVENTS = frozenset(EVENT_FAMILIES["product"])
 CATEGORY_EVENTS = frozenset(EVENT_FAMILIES["category"])
@@ -30,7 +39,6 @@ MONEY_DIGITS = 17  # amounts below 10^17 (decimal128(24, 6) holds 18 integer dig
 # Storefront clocks drift; anything further out than this is a broken client, not skew.
 PUBLIC_MAX_AGE = timedelta(days=7)
 MAX_FUTURE = timedelta(minutes=10)
-EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 class Rejected(Exception):
@@ -225,6 +233,8 @@ def parse_event_batch(body: bytes) -> Any | None:
         return None
     if not all(event.name in CANONICAL_EVENT_NAMES for event in batch.events):
         return None
+    if batch.sent_at is not None and _aware(batch.sent_at) < EARLIEST:
+        return None  # pydantic's path refuses it (``SentAt``)
     return batch
 
 
@@ -325,9 +335,14 @@ class _BatchContext:
         get = metadata.get if metadata else _nothing
         product_code = get("productItemCode")
         if product_code is not None:
-            if not isinstance(product_code, str | int):
+            # A number is a code written without quotes; true is not a code (bool is an int here).
+            if isinstance(product_code, bool) or not isinstance(product_code, str | int):
                 raise Rejected("MISSING_PRODUCT_CODE", "metadata.productItemCode must be a string")
             product_code = str(product_code).strip() or None
+            if product_code is not None and len(product_code) > MAX_ID_LENGTH:
+                raise Rejected(
+                    "INVALID_EVENT", f"metadata.productItemCode is longer than {MAX_ID_LENGTH} characters"
+                )
         if name in PRODUCT_EVENTS and not product_code:
             raise Rejected("MISSING_PRODUCT_CODE", f"'{name}' needs metadata.productItemCode")
         if name == "identify" and not event.user_id:
@@ -336,6 +351,10 @@ class _BatchContext:
         category_path = get("categoryPath")
         if category_path is not None and not isinstance(category_path, str):
             raise Rejected("INVALID_EVENT", "metadata.categoryPath must be a string such as 'Home > Kitchen'")
+        if category_path is not None and len(category_path) > MAX_CATEGORY_PATH_LENGTH:
+            raise Rejected(
+                "INVALID_EVENT", f"metadata.categoryPath is longer than {MAX_CATEGORY_PATH_LENGTH} characters"
+            )
         if name in CATEGORY_EVENTS:
             category_path = str(category_path or event.entity_id or UNKNOWN_CATEGORY)
         timestamp = event.timestamp
@@ -344,13 +363,15 @@ class _BatchContext:
         else:
             moment = event_time(timestamp, ctx)
             ts, day = micros(moment), moment.astimezone(UTC).date().isoformat()
-        currency, meta_currency = event.currency, get("currency")
-        if currency is None and meta_currency is None:
+        # The spec's order: the event's currency (its own field, else metadata.currency), the order's
+        # (a purchase carrying its order as metadata.order), the site's, EUR. Only the event's own
+        # field is refused when invalid; the others count "if valid".
+        currency, meta_currency, order = event.currency, get("currency"), get("order")
+        order_currency = order.get("currency") if isinstance(order, dict) else None
+        if currency is None and meta_currency is None and order_currency is None:
             currency = self.site_currency
         else:
-            currency = _currency(
-                currency, meta_currency if isinstance(meta_currency, str) else None, ctx.site_currency
-            )
+            currency = _currency(currency, meta_currency, order_currency, ctx.site_currency)
         value = event.value
         return (
             ts,
@@ -390,6 +411,11 @@ def order_row(raw: Any, ctx: Context) -> dict[str, Any]:
     if order.total is not None and order.total < 0 and not order.is_refund:
         # Stored as a sale it would quietly take revenue away.
         raise Rejected("INVALID_ORDER", "total is negative: a refund or cancellation needs isRefund true")
+    if order.is_refund and order.total is not None and order.total > 0:
+        # Stored as a refund it would quietly add revenue.
+        raise Rejected(
+            "INVALID_ORDER", "a refund's total is the money going back: negative (or 0), not positive"
+        )
     moment = event_time(order.timestamp, ctx)
     items = [
         {

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Annotated, Any, NotRequired
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator, with_config
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+    with_config,
+)
 from pydantic.alias_generators import to_camel
 from typing_extensions import TypedDict
 
@@ -19,6 +27,7 @@ MAX_ID_LENGTH = 128
 MAX_NAME_LENGTH = 64
 MAX_URL_LENGTH = 2048
 MAX_ORDER_ITEMS = 2000
+MAX_CATEGORY_PATH_LENGTH = 500
 
 Id = Field(default=None, max_length=MAX_ID_LENGTH)
 
@@ -36,6 +45,27 @@ def _amount_text(value: Any) -> Any:
 plain_amount = BeforeValidator(_amount_text)
 # Money on the wire: a JSON number or a decimal string, kept exact.
 Amount = Annotated[Decimal, plain_amount]
+
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)  # no event, order or client clock is older
+
+
+def _time_text(value: Any) -> Any:
+    # pydantic reads a number as epoch seconds: a sentAt of 5 would shift the batch by 56 years.
+    if isinstance(value, int | float):
+        raise ValueError("must be an ISO 8601 time such as 2026-01-05T10:00:00Z")
+    return value
+
+
+def _client_clock(moment: datetime) -> datetime:
+    if (moment if moment.tzinfo else moment.replace(tzinfo=UTC)) < EARLIEST:
+        raise ValueError("is before 2000-01-01: not a client clock")
+    return moment
+
+
+iso_time = BeforeValidator(_time_text)
+client_clock = AfterValidator(_client_clock)
+# A batch's sentAt: the client's clock when it sent, an ISO 8601 text.
+SentAt = Annotated[datetime, iso_time, client_clock]
 
 
 # camelCase on the wire, snake_case inside. Values are kept exactly as sent (no whitespace stripping):
@@ -86,7 +116,14 @@ class EventIn(TypedDict):
     metadata: NotRequired[dict[str, Any]]
     consent: NotRequired[Consent | None]
     currency: NotRequired[
-        Annotated[str | None, Field(max_length=8, description="ISO-4217 of `value`, if any.")]
+        Annotated[
+            str | None,
+            Field(
+                max_length=8,
+                description="ISO-4217 of `value`. Absent: `metadata.currency`, then the currency of the "
+                "order a purchase carries (`metadata.order.currency`), then the site's, then EUR.",
+            ),
+        ]
     ]
     value: NotRequired[
         Annotated[Amount | None, Field(description="Money value of the event (decimal string or number).")]
@@ -100,8 +137,9 @@ class EventBatchIn(_Wire):
         description=f"Up to {MAX_BATCH_EVENTS} events, each up to {MAX_EVENT_BYTES // 1024} KiB as JSON. "
         "Valid events are kept; invalid ones are reported by index.",
     )
-    sent_at: datetime | None = Field(
-        default=None, description="Client clock when the batch was sent; corrects client clock skew."
+    sent_at: SentAt | None = Field(
+        default=None,
+        description="Client clock (ISO 8601) when the batch was sent; corrects client clock skew.",
     )
 
 
@@ -115,7 +153,7 @@ class EventBatch(TypedDict):
 
     events: Annotated[list[EventIn], Field(max_length=MAX_BATCH_EVENTS)]
     sent_at: NotRequired[
-        Annotated[datetime | None, Field(description="Client clock when the batch was sent.")]
+        Annotated[SentAt | None, Field(description="Client clock (ISO 8601) when the batch was sent.")]
     ]
 
 
@@ -129,7 +167,7 @@ class OrderItemIn(_Wire):
     quantity: int = Field(ge=-1_000_000, le=1_000_000)
     price: Amount = Field(description="Unit price, in the order currency.")
     name: str | None = Field(default=None, max_length=500)
-    category_path: str | None = Field(default=None, max_length=500)
+    category_path: str | None = Field(default=None, max_length=MAX_CATEGORY_PATH_LENGTH)
 
     @model_validator(mode="after")
     def _needs_a_product(self) -> OrderItemIn:
@@ -175,7 +213,7 @@ class MetricIn(_Wire):
 
 class MetricsBatchIn(_Wire):
     metrics: list[Any] = Field(max_length=MAX_BATCH_EVENTS)
-    sent_at: datetime | None = None
+    sent_at: SentAt | None = None
 
 
 class Rejection(BaseModel):

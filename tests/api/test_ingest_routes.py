@@ -176,6 +176,16 @@ def test_an_amount_beyond_any_decimal_is_rejected_by_index(client, app, shop):
     assert query(app, "SELECT event_id FROM events") == [("big-1",)]
 
 
+@pytest.mark.parametrize("sent_at", [5, 1732400000000, True, "1999-12-31T23:59:59Z", "soon"])
+def test_a_sent_at_that_is_not_a_client_clock_refuses_the_batch(client, app, shop, sent_at):
+    # A number would be read as epoch seconds and shift every event by decades.
+    response = post_events(client, shop, [ev("clock-1")], sentAt=sent_at)
+    assert response.status_code == 400, response.text
+    assert "sentAt" in response.json()["error"]["message"] + str(response.json()["error"]["details"])
+    app.state.ingest.flush()
+    assert query(app, "SELECT count(*) FROM events WHERE event_id = 'clock-1'") == [(0,)]
+
+
 def test_a_mixed_batch_keeps_the_valid_events(client, app, shop):
     response = post_events(
         client,
@@ -699,7 +709,7 @@ def test_deep_json_and_far_clock_skew_are_400_not_500(client, app, shop):
     assert nested.json()["accepted"] == 1
     assert [r["code"] for r in nested.json()["rejected"]] == ["INVALID_EVENT"]
     skewed = post_events(
-        client, shop, [ev("d3", timestamp="9999-12-31T00:00:00Z")], sentAt="0001-01-01T00:00:00Z"
+        client, shop, [ev("d3", timestamp="9999-12-31T00:00:00Z")], sentAt="2000-01-01T00:00:00Z"
     )
     assert [r["code"] for r in skewed.json()["rejected"]] == ["TIMESTAMP_INVALID"]
     traits = client.post(

@@ -120,7 +120,7 @@ def test_date_is_the_utc_date_and_naive_timestamps_are_utc():
     assert (naive["ts"], naive["date"]) == (1714519800000000, "2024-04-30")
 
 
-# --- currency: event > metadata > site > EUR, never USD ----------------------------------------------
+# --- currency: event > metadata > the order it carries > site > EUR, never USD ---------------------------
 
 
 @pytest.mark.parametrize(
@@ -135,6 +135,13 @@ def test_date_is_the_utc_date_and_naive_timestamps_are_utc():
         ({}, "", "EUR"),
         ({}, "XXY", "EUR"),
         ({"metadata": {"currency": 978}}, "DKK", "DKK"),
+        # A purchase carrying its order: the order's currency comes after the event's own.
+        ({"metadata": {"order": {"orderId": "o-1", "currency": "gbp"}}}, "USD", "GBP"),
+        ({"metadata": {"currency": "NOK", "order": {"currency": "GBP"}}}, "USD", "NOK"),
+        ({"currency": "SEK", "metadata": {"order": {"currency": "GBP"}}}, "USD", "SEK"),
+        ({"metadata": {"order": {"currency": "ABC"}}}, "USD", "USD"),  # "if valid"
+        ({"metadata": {"currency": "ABC", "order": {"currency": "GBP"}}}, "USD", "GBP"),
+        ({"metadata": {"order": "o-1"}}, "JPY", "JPY"),
     ],
 )
 def test_event_currency_resolution(fields, site_currency, expected):
@@ -144,6 +151,28 @@ def test_event_currency_resolution(fields, site_currency, expected):
 @pytest.mark.parametrize("code", ["EURO", "XYZ", "us", "", "€"])
 def test_event_currency_must_be_iso4217(code):
     assert rejection(event(currency=code))[0] == "CURRENCY_NOT_ISO4217"
+
+
+@pytest.mark.parametrize(
+    ("metadata", "reason"),
+    [
+        ({"productItemCode": True}, "metadata.productItemCode must be a string"),
+        ({"productItemCode": "P" * 129}, "metadata.productItemCode is longer than 128 characters"),
+        (
+            {"productItemCode": "P", "categoryPath": "A > " * 200},
+            "metadata.categoryPath is longer than 500 characters",
+        ),
+    ],
+)
+def test_product_codes_and_category_paths_are_bounded(metadata, reason):
+    assert rejection(event(name="product_view", metadata=metadata))[1] == reason
+
+
+def test_a_product_code_written_as_a_number_is_kept_as_text():
+    assert (
+        event_row(event(name="product_view", metadata={"productItemCode": 12345}), ctx())["product_item_code"]
+        == "12345"
+    )
 
 
 # --- money -------------------------------------------------------------------------------------------
@@ -465,6 +494,7 @@ def test_order_currency_resolution(currency, site_currency, expected):
         (order(total="1E+1000000"), "AMOUNT_INVALID"),
         (order(items=[{"productId": "p", "quantity": 1, "price": "-1E+1000000"}]), "AMOUNT_INVALID"),
         (order(total="1_000"), "INVALID_ORDER"),
+        (order(total="10", isRefund=True), "INVALID_ORDER"),
         (order(items=[{"quantity": 1, "price": "1"}]), "INVALID_ORDER"),
         (order(items=[{"productItemCode": "", "quantity": 1, "price": "1"}]), "INVALID_ORDER"),
         (order(items=[]), "INVALID_ORDER"),
