@@ -253,8 +253,12 @@ def load_demo(
         "password": DEMO_PASSWORD,
         "userId": user["id"],
         "organizationId": organization_id,
+        # The site without traffic, in GBP: the one the README's import example fills.
         "siteId": site["id"],
         "siteKey": site["site_key"],
+        "siteName": site["name"],
+        "siteCurrency": site["currency"],
+        # The sites with generated traffic.
         "sites": [
             {
                 "name": s["name"],

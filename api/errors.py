@@ -124,6 +124,11 @@ ERROR_RESPONSE_SCHEMA = {
 }
 
 
+def error_response(description: str) -> dict[str, Any]:
+    """An OpenAPI response in the error envelope, described for its status."""
+    return {**ERROR_RESPONSE_SCHEMA, "description": description}
+
+
 def _validation_details(errors) -> list[dict[str, Any]]:
     """FastAPI's request errors and pydantic's model errors, in the envelope's one detail shape."""
     return [

@@ -41,7 +41,9 @@ async def read_body(request: Request) -> bytes:
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type not in JSON_TYPES:
         raise BadRequest(
-            "Send the body as JSON with Content-Type: application/json", code="UNSUPPORTED_CONTENT_TYPE"
+            "Send the body as JSON with Content-Type: application/json (or text/plain, as "
+            "navigator.sendBeacon does)",
+            code="UNSUPPORTED_CONTENT_TYPE",
         )
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in CONTENT_ENCODINGS:
@@ -64,6 +66,8 @@ def parse_json(body: bytes) -> Any:
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError as exc:
+        if "UTF-8" in str(exc):  # orjson words it as a str's problem ("surrogates not allowed")
+            raise BadRequest("Body is not valid JSON: it is not UTF-8 text", code="MALFORMED_JSON") from exc
         raise BadRequest(f"Body is not valid JSON: {exc}", code="MALFORMED_JSON") from exc
 
 

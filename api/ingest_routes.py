@@ -13,7 +13,7 @@ from pydantic import Field
 
 from api.auth.permissions import ANALYTICS_VIEW
 from api.deps import ClientAddress, CurrentUser, HotStateDep, SettingsDep, StoreDep, load_owned_site, require
-from api.errors import BadRequest, Conflict, ServiceUnavailable
+from api.errors import BadRequest, Conflict, ServiceUnavailable, error_response
 from api.ingest_body import parse_json, read_body, read_json
 from api.openapi_bodies import documented_body
 from api.public.guard import PublicCaller, PublicSite, guard_public_site
@@ -28,24 +28,45 @@ from ingest.schemas import (
     EventBatch,
     EventBatchIn,
     EventIn,
+    MetricsBatch,
     MetricsBatchIn,
     OrderIn,
     OrderResult,
     TrackBatchIn,
     TrackEventBatch,
+    TrackNestedDoc,
     TrackOrderIn,
 )
 from ingest.service import Ingest
 from warehouse.catalog import identity_links
 from warehouse.hotstate import HotState
 
-public = APIRouter(prefix="/public/sites/{siteKey}", tags=["public ingestion"])
-private = APIRouter(prefix="/analytics", tags=["tracking"])
+# What every ingestion route may answer besides its own codes, in the one envelope.
+_STORAGE_RESPONSES = {
+    413: error_response(f"The body is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB once inflated (BODY_TOO_LARGE)."),
+    503: error_response("The rows could not be made durable, or shared state does not answer; nothing was "
+                        "acknowledged: retry after `Retry-After` seconds."),
+}  # fmt: skip
+public = APIRouter(
+    prefix="/public/sites/{siteKey}",
+    tags=["public ingestion"],
+    responses={
+        404: error_response("Unknown site key (SITE_NOT_FOUND)."),
+        429: error_response("Throttled (RATE_LIMITED): retry after `Retry-After` seconds."),
+        **_STORAGE_RESPONSES,
+    },
+)
+private = APIRouter(
+    prefix="/analytics",
+    tags=["tracking"],
+    responses={404: error_response("No site with that `siteId` among the caller's."), **_STORAGE_RESPONSES},
+)
 
 LIMITS_NOTE = (
     f" Limits: {MAX_BATCH_EVENTS} events per batch, {MAX_EVENT_BYTES // 1024} KiB per event, "
     f"{MAX_BODY_BYTES // (1024 * 1024)} MiB per body (once inflated: a body may be sent with "
-    "`Content-Encoding: gzip`), ids up to 128 characters, URLs up to 2048."
+    "`Content-Encoding: gzip`), ids up to 128 characters, URLs up to 2048. Content-Type `application/json`, "
+    "or `text/plain` (what `navigator.sendBeacon` sends for a string)."
 )
 
 
@@ -168,6 +189,11 @@ async def _accept_order(request: Request, raw: Any, ctx: Context, hot, settings)
     "/orders",
     status_code=201,
     response_model=OrderResult,
+    responses={
+        409: error_response(
+            "The orderId was stored within the duplicate window (DUPLICATE_ORDER); nothing stored."
+        )
+    },
     openapi_extra=documented_body(OrderIn, "One order. Money as decimal strings or numbers, kept exact."),
 )
 async def orders(
@@ -189,7 +215,7 @@ async def orders(
     "/metrics",
     response_model=BatchResult,
     openapi_extra=documented_body(
-        MetricsBatchIn, "Client-side metrics (web vitals, tracker health), by index."
+        MetricsBatch, "Client-side metrics (web vitals, tracker health); invalid ones are reported by index."
     ),
 )
 async def metrics(
@@ -278,8 +304,9 @@ class TrackOneDoc(EventIn):
     response_model=BatchResult,
     dependencies=[require(ANALYTICS_VIEW)],
     openapi_extra=documented_body(
-        TrackOneDoc,
-        "One event plus `siteId` (or `{siteId, event: {...}}`). Historical timestamps are accepted.",
+        TrackOneDoc | TrackNestedDoc,
+        "One event plus `siteId`, or `{siteId, event: {...}}`. Historical timestamps are accepted.",
+        name="TrackOne",
     ),
 )
 async def track(request: Request, store: StoreDep, principal: CurrentUser) -> BatchResult:

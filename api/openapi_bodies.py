@@ -7,19 +7,20 @@ from typing import Any
 from fastapi import FastAPI
 from pydantic import TypeAdapter
 
-_DOCUMENTED: dict[str, type] = {}
+_DOCUMENTED: dict[str, Any] = {}
 REF = "#/components/schemas/{model}"
 
 
-def documented_body(model: type, description: str) -> dict[str, Any]:
+def documented_body(model: Any, description: str, *, name: str | None = None) -> dict[str, Any]:
     """``openapi_extra`` for a route whose JSON body has the shape of ``model`` (a pydantic model
-    or TypedDict)."""
-    _DOCUMENTED[model.__name__] = model
+    or TypedDict, or a union of them under ``name``)."""
+    name = name or model.__name__
+    _DOCUMENTED[name] = model
     return {
         "requestBody": {
             "required": True,
             "description": description,
-            "content": {"application/json": {"schema": {"$ref": REF.format(model=model.__name__)}}},
+            "content": {"application/json": {"schema": {"$ref": REF.format(model=name)}}},
         }
     }
 

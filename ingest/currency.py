@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pycountry
 
-# pycountry ships the ISO-4217 list maintained by Debian's iso-codes project.
-ISO4217_CODES: frozenset[str] = frozenset(c.alpha_3 for c in pycountry.currencies)
+# pycountry ships the ISO-4217 list maintained by Debian's iso-codes project. Left out: the codes
+# ISO keeps for "no currency involved" (XXX) and for testing (XTS), which no amount is in.
+NOT_MONEY = frozenset({"XXX", "XTS"})
+ISO4217_CODES: frozenset[str] = frozenset(c.alpha_3 for c in pycountry.currencies) - NOT_MONEY
 
 DEFAULT_CURRENCY = "EUR"
 

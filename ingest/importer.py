@@ -100,19 +100,28 @@ def _decode_json_columns(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_rows(path: Path, fmt: str) -> Iterator[tuple[int, Any]]:
-    """(line or row number, row) pairs; bad JSON lines come back as the raw text (rejected later)."""
+    """(line or row number, row) pairs; a row that cannot be one (not JSON, more fields than the
+    header) comes as (line number, (code, reason)), to be counted as rejected."""
     if fmt == "csv":
         with _open_text(path) as handle:
-            for number, row in enumerate(csv.DictReader(handle), start=2):
-                yield number, row
+            reader = csv.DictReader(handle)
+            for number, row in enumerate(reader, start=2):
+                if None in row:  # DictReader files a row's extra fields under None
+                    fields = len(reader.fieldnames or ()) + len(row[None])
+                    yield (
+                        number,
+                        ("INVALID_ROW", f"has {fields} fields, the header {len(reader.fieldnames or ())}"),
+                    )
+                else:
+                    yield number, row
     elif fmt == "jsonl":
         with _open_text(path) as handle:
             for number, line in enumerate(handle, start=1):
                 if line.strip():
                     try:
                         yield number, orjson.loads(line)
-                    except orjson.JSONDecodeError:
-                        yield number, line
+                    except orjson.JSONDecodeError as exc:
+                        yield number, ("INVALID_JSON", f"is not JSON: {exc}")
     elif fmt == "parquet":
         number = 0
         for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
@@ -166,6 +175,9 @@ def online_retail_orders(rows: Iterator[tuple[int, dict]]) -> Iterator[tuple[int
     (line number, (code, reason)) for invoices that are not orders."""
     invoices: OrderedDict[str, list[tuple[int, dict]]] = OrderedDict()
     for number, row in rows:
+        if isinstance(row, tuple):  # a line that is no row
+            yield number, row
+            continue
         if missing := [c for c in RETAIL_COLUMNS if not isinstance(row, dict) or c not in row]:
             raise ValueError(
                 f"the online-retail preset needs the columns {', '.join(RETAIL_COLUMNS)}; "

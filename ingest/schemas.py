@@ -62,6 +62,12 @@ def _client_clock(moment: datetime) -> datetime:
     return moment
 
 
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be blank")
+    return text
+
+
 iso_time = BeforeValidator(_time_text)
 client_clock = AfterValidator(_client_clock)
 # A batch's sentAt: the client's clock when it sent, an ISO 8601 text.
@@ -161,6 +167,14 @@ class TrackEventBatch(EventBatch):
     site_id: str
 
 
+@with_config(_WIRE_DICT)
+class TrackNestedDoc(TypedDict):
+    """One private event in its nested form."""
+
+    site_id: str
+    event: EventIn
+
+
 class OrderItemIn(_Wire):
     product_item_code: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
     product_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
@@ -178,7 +192,7 @@ class OrderItemIn(_Wire):
 
 
 class OrderIn(_Wire):
-    order_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    order_id: Annotated[str, AfterValidator(_not_blank)] = Field(min_length=1, max_length=MAX_ID_LENGTH)
     timestamp: datetime | None = None
     visitor_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
     session_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
@@ -190,7 +204,11 @@ class OrderIn(_Wire):
     tax: Amount | None = None
     shipping: Amount | None = None
     discount: Amount | None = None
-    is_refund: bool = Field(default=False, description="A refund or cancellation; totals are then negative.")
+    is_refund: bool = Field(
+        default=False,
+        description="A refund or cancellation: its total is the money going back, negative or 0 (a positive "
+        "total is refused, as is a negative one without isRefund).",
+    )
     refund_of: str | None = Field(default=None, max_length=MAX_ID_LENGTH, description="The refunded orderId.")
     items: list[OrderItemIn] = Field(min_length=1, max_length=MAX_ORDER_ITEMS)
     consent: Consent | None = None
@@ -212,7 +230,15 @@ class MetricIn(_Wire):
 
 
 class MetricsBatchIn(_Wire):
+    # Items stay raw, as an event batch's do: an invalid metric is reported by index.
     metrics: list[Any] = Field(max_length=MAX_BATCH_EVENTS)
+    sent_at: SentAt | None = None
+
+
+class MetricsBatch(_Wire):
+    """The documented shape of a metrics batch (items are validated one by one)."""
+
+    metrics: list[MetricIn] = Field(max_length=MAX_BATCH_EVENTS)
     sent_at: SentAt | None = None
 
 
@@ -223,9 +249,14 @@ class Rejection(BaseModel):
 
 
 class BatchResult(_Wire):
-    accepted: int
-    rejected: list[Rejection]
-    duplicates: int = Field(description="Events whose eventId was already stored (kept once).")
+    accepted: int = Field(
+        description="Valid items, now durable: the new ones and the `duplicates` (a client may forget "
+        "every accepted item; none needs sending again)."
+    )
+    rejected: list[Rejection] = Field(description="Invalid items by index, with a code and a reason.")
+    duplicates: int = Field(
+        description="Accepted items already stored before (a re-sent or repeated eventId): kept once."
+    )
 
 
 class OrderResult(_Wire):

@@ -254,6 +254,7 @@ def test_demo_is_idempotent_and_its_site_is_verified(tmp_path):
     assert [s["id"] for s in org_sites] == [one["siteId"], *(s["siteId"] for s in one["sites"])]
     assert all(s["is_verified"] for s in org_sites)
     assert site["site_key"] == one["siteKey"]
+    assert (one["siteName"], one["siteCurrency"]) == (site["name"], "GBP")
     assert site["is_verified"] is True
     assert site["verified_at"] is not None
     assert site["domain"] == "localhost"

@@ -267,8 +267,14 @@ def test_body_errors_use_stable_codes(client, shop):
     )
     assert (malformed.status_code, error_code(malformed)) == (400, "MALFORMED_JSON")
     assert set(malformed.json()["error"]) == {"code", "message", "details"}
+    latin = client.post(url, content=b"\xff\xfe", headers={**ORIGIN, "Content-Type": "application/json"})
+    assert (latin.status_code, latin.json()["error"]["message"]) == (
+        400,
+        "Body is not valid JSON: it is not UTF-8 text",
+    )
     form = client.post(url, data={"events": "[]"}, headers=ORIGIN)
     assert (form.status_code, error_code(form)) == (400, "UNSUPPORTED_CONTENT_TYPE")
+    assert "text/plain" in form.json()["error"]["message"]
     untyped = client.post(url, content=b'{"events": []}', headers=ORIGIN)
     assert (untyped.status_code, error_code(untyped)) == (400, "UNSUPPORTED_CONTENT_TYPE")
     too_many = post_events(client, shop, [ev() for _ in range(501)])
@@ -756,3 +762,25 @@ def test_batches_on_the_hot_path_are_counted_and_logged_under_the_route_template
     text = httpx.get(f"{server.url}/metrics").text
     route = "/api/v1/public/sites/{siteKey}/events/batch"
     assert f'aisle_http_requests_total{{method="POST",route="{route}",status="200"}} 1.0' in text
+
+
+def test_the_ingest_routes_document_their_bodies_and_every_error_they_answer(settings):
+    spec = create_app(settings).openapi()
+    paths, schemas = spec["paths"], spec["components"]["schemas"]
+    for path in ("/events/batch", "/orders", "/metrics", "/identify"):
+        answers = paths[f"/api/v1/public/sites/{{siteKey}}{path}"]["post"]["responses"]
+        assert {"400", "404", "413", "429", "503"} <= set(answers), path
+    assert "409" in paths["/api/v1/public/sites/{siteKey}/orders"]["post"]["responses"]
+    for path in ("/track", "/track/batch", "/track/order"):
+        assert {"400", "404", "413", "503"} <= set(paths[f"/api/v1/analytics{path}"]["post"]["responses"])
+    assert schemas["MetricsBatch"]["properties"]["metrics"]["items"] == {
+        "$ref": "#/components/schemas/MetricIn"
+    }
+    assert schemas["TrackOne"] == {
+        "anyOf": [
+            {"$ref": "#/components/schemas/TrackOneDoc"},
+            {"$ref": "#/components/schemas/TrackNestedDoc"},
+        ]
+    }
+    assert schemas["TrackNestedDoc"]["properties"]["event"] == {"$ref": "#/components/schemas/EventIn"}
+    assert "duplicates" in schemas["BatchResult"]["properties"]["accepted"]["description"]

@@ -80,10 +80,19 @@ def test_jsonl_orders_with_a_broken_line_and_a_bad_currency(ingest, tmp_path):
         handle.write(json.dumps(good) + "\n{not json\n" + json.dumps(bad_currency) + "\n")
     summary = import_file(ingest, site=SITE, path=path)
     assert (summary.kind, summary.rows_read, summary.accepted) == ("orders", 3, 1)
-    assert summary.rejected == {"ORDER_NOT_OBJECT": 1, "CURRENCY_NOT_ISO4217": 1}
+    assert summary.rejected == {"INVALID_JSON": 1, "CURRENCY_NOT_ISO4217": 1}
+    assert summary.examples["INVALID_JSON"][0].startswith("line 2: is not JSON: ")
     assert lake_rows(ingest, "orders", "SELECT order_id, currency, total FROM t ") == [
         ("o1", "USD", Decimal("10.500000"))
     ]
+
+
+def test_a_csv_row_with_more_fields_than_the_header_is_rejected_as_such(ingest, tmp_path):
+    path = tmp_path / "events.csv"
+    path.write_text("name,eventId,visitorId,sessionId\npage_view,e1,v1,s1\npage_view,e2,v1,s1,extra,more\n")
+    summary = import_file(ingest, site=SITE, path=path).as_dict()
+    assert (summary["accepted"], summary["rejected"]) == (1, {"INVALID_ROW": 1})
+    assert summary["examples"]["INVALID_ROW"] == ["line 3: has 6 fields, the header 4"]
 
 
 def test_parquet_events(ingest, tmp_path):

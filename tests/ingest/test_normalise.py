@@ -148,7 +148,7 @@ def test_event_currency_resolution(fields, site_currency, expected):
     assert event_row(event(**fields), ctx(site_currency=site_currency))["currency"] == expected
 
 
-@pytest.mark.parametrize("code", ["EURO", "XYZ", "us", "", "€"])
+@pytest.mark.parametrize("code", ["EURO", "XYZ", "us", "", "€", "XXX", "XTS"])
 def test_event_currency_must_be_iso4217(code):
     assert rejection(event(currency=code))[0] == "CURRENCY_NOT_ISO4217"
 
@@ -495,6 +495,8 @@ def test_order_currency_resolution(currency, site_currency, expected):
         (order(items=[{"productId": "p", "quantity": 1, "price": "-1E+1000000"}]), "AMOUNT_INVALID"),
         (order(total="1_000"), "INVALID_ORDER"),
         (order(total="10", isRefund=True), "INVALID_ORDER"),
+        (order(orderId="   "), "INVALID_ORDER"),
+        (order(currency="XXX"), "CURRENCY_NOT_ISO4217"),
         (order(items=[{"quantity": 1, "price": "1"}]), "INVALID_ORDER"),
         (order(items=[{"productItemCode": "", "quantity": 1, "price": "1"}]), "INVALID_ORDER"),
         (order(items=[]), "INVALID_ORDER"),
