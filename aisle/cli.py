@@ -40,10 +40,21 @@ def _settings(data_dir: Path | None, *, prepare: bool = True):
     return settings
 
 
-def _store(data_dir: Path | None):
+def _store(data_dir: Path | None, *, existing: bool = False):
+    """The settings and the migrated config store. ``existing``: for a command that reads what an
+    install holds (its sites, its lake), refuse a data directory that does not exist yet rather
+    than make an empty one (a mistyped --data-dir)."""
     from warehouse.catalog.store import create_store_engine, migrate
 
-    settings = _settings(data_dir)
+    settings = _settings(data_dir, prepare=False)
+    # With the default SQLite store inside it, a new data directory holds no site to read.
+    if existing and not settings.database_url and not settings.data_dir.is_dir():
+        typer.echo(
+            f"error: no Aisle data directory at {settings.data_dir} (`aisle serve` or `aisle demo` make one)",
+            err=True,
+        )
+        raise typer.Exit(2)
+    settings.prepare_data_dir()
     store = create_store_engine(settings.resolved_database_url)
     migrate(store)
     return settings, store
@@ -192,7 +203,7 @@ def import_(
 
     if kind not in ("auto", "events", "orders"):
         raise typer.BadParameter("kind must be events, orders or auto")
-    settings, store = _store(data_dir)
+    settings, store = _store(data_dir, existing=True)
     record = _site(store, site)
     try:
         # On a Redis log the rows go where the servers' go; the import flushes them itself at the end.
@@ -229,7 +240,7 @@ def _import_products(file: Path, *, site: str, format: str, data_dir: Path | Non
 
     if format not in ("auto", *FORMATS):
         raise typer.BadParameter(f"a product feed's format is {', '.join(FORMATS)} or auto")
-    _, store = _store(data_dir)
+    _, store = _store(data_dir, existing=True)
     record = _site(store, site)
     try:
         summary = import_feed_file(store, site=record, path=file, fmt=format)
@@ -291,7 +302,7 @@ def sql(
         raise typer.BadParameter("parquet needs --output FILE")
     parameters = dict(_parameter(p) for p in param or [])
     text = sys.stdin.read() if query == "-" else query
-    settings, store = _store(data_dir)
+    settings, store = _store(data_dir, existing=True)
     record = _site(store, site)
     sandbox = Sandbox(memory_limit=settings.sql_memory_limit, threads=settings.sql_threads)
     try:

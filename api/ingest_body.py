@@ -62,9 +62,13 @@ async def read_body(request: Request) -> bytes:
     return _gunzip(body) if encoding == "gzip" else body
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
 def parse_json(body: bytes) -> Any:
     try:
-        return orjson.loads(body)
+        # Some HTTP clients and editors put a byte-order mark before UTF-8 text; JSON has no use for it.
+        return orjson.loads(body.removeprefix(UTF8_BOM))
     except orjson.JSONDecodeError as exc:
         if "UTF-8" in str(exc):  # orjson words it as a str's problem ("surrogates not allowed")
             raise BadRequest("Body is not valid JSON: it is not UTF-8 text", code="MALFORMED_JSON") from exc

@@ -243,6 +243,12 @@ def valid_event_log_columns(events: list[Any], ctx: Context) -> tuple[EventColum
     return _columns_of(events, range(len(events)), {}, ctx)
 
 
+def _event_id(sent: str | None) -> str:
+    """The client's id, or a new one when it sent none: a blank id ("", " ") is none, or every
+    event of a client that sends one would be a duplicate of its first."""
+    return sent if sent and not sent.isspace() else uuid.uuid4().hex
+
+
 def _columns_of(
     events: list[Any], indexes, bad: dict[int, Rejected], ctx: Context
 ) -> tuple[EventColumns, EventFailures]:
@@ -272,7 +278,7 @@ def _columns_of(
         nothing = [None] * len(kept)
         consent = {f"consent_{part}": nothing for part in CONSENT_PARTS}
     columns = {
-        "event_id": [event.event_id or uuid.uuid4().hex for event in kept],
+        "event_id": [_event_id(event.event_id) for event in kept],
         "name": [event.name for event in kept],
         "ts": ts,
         "visitor_id": [event.visitor_id for event in kept],
@@ -337,7 +343,9 @@ class _BatchContext:
         if product_code is not None:
             # A number is a code written without quotes; true is not a code (bool is an int here).
             if isinstance(product_code, bool) or not isinstance(product_code, str | int):
-                raise Rejected("MISSING_PRODUCT_CODE", "metadata.productItemCode must be a string")
+                raise Rejected(
+                    "MISSING_PRODUCT_CODE", "metadata.productItemCode must be a string (or a whole number)"
+                )
             product_code = str(product_code).strip() or None
             if product_code is not None and len(product_code) > MAX_ID_LENGTH:
                 raise Rejected(
@@ -411,11 +419,6 @@ def order_row(raw: Any, ctx: Context) -> dict[str, Any]:
     if order.total is not None and order.total < 0 and not order.is_refund:
         # Stored as a sale it would quietly take revenue away.
         raise Rejected("INVALID_ORDER", "total is negative: a refund or cancellation needs isRefund true")
-    if order.is_refund and order.total is not None and order.total > 0:
-        # Stored as a refund it would quietly add revenue.
-        raise Rejected(
-            "INVALID_ORDER", "a refund's total is the money going back: negative (or 0), not positive"
-        )
     moment = event_time(order.timestamp, ctx)
     items = [
         {

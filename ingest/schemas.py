@@ -206,8 +206,9 @@ class OrderIn(_Wire):
     discount: Amount | None = None
     is_refund: bool = Field(
         default=False,
-        description="A refund or cancellation: its total is the money going back, negative or 0 (a positive "
-        "total is refused, as is a negative one without isRefund).",
+        description="A refund or cancellation. Its total may be sent negative or positive (shops do both; it is "
+        "stored as sent, and analytics count refunds by this flag, never as revenue); a negative total "
+        "without isRefund is refused.",
     )
     refund_of: str | None = Field(default=None, max_length=MAX_ID_LENGTH, description="The refunded orderId.")
     items: list[OrderItemIn] = Field(min_length=1, max_length=MAX_ORDER_ITEMS)

@@ -303,6 +303,27 @@ def test_serve_answers_health_and_logs_in_a_user_created_by_the_cli(tmp_path):
     assert "Aisle listening on http://127.0.0.1:" in (tmp_path / "serve.out").read_text()
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["import", "--site", "x", "FILE"],
+        ["import", "--products", "--site", "x", "FILE"],
+        ["sql", "SELECT 1", "--site", "x"],
+    ],
+)
+def test_commands_that_read_an_install_refuse_a_data_dir_that_does_not_exist(tmp_path, args):
+    file = tmp_path / "events.csv"
+    file.write_text("name,eventId,visitorId,sessionId\npage_view,e1,v1,s1\n")
+    missing = tmp_path / "mistyped"
+    args = [str(file) if a == "FILE" else a for a in args]
+    result = run_aisle(*args, "--data-dir", str(missing), timeout=60)
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"error: no Aisle data directory at {missing} (`aisle serve` or `aisle demo` make one)\n",
+    )
+    assert not missing.exists()
+
+
 def test_serve_refuses_a_busy_data_dir_in_one_line(tmp_path):
     data_dir = tmp_path / "data"
     holder = Ingest(data_dir=data_dir)  # a server already writes there

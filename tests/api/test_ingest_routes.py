@@ -231,6 +231,15 @@ def test_a_retried_event_id_is_stored_once(client, app, shop):
     ]
 
 
+def test_events_with_a_blank_event_id_are_each_stored(client, app, shop):
+    # A blank id is no id: were " " an id, every event of a client sending it would be a duplicate.
+    first = post_events(client, shop, [ev(" ", visitorId="a"), ev(" ", visitorId="b")])
+    second = post_events(client, shop, [ev(" ", visitorId="c"), ev("", visitorId="d")])
+    assert [first.json()["duplicates"], second.json()["duplicates"]] == [0, 0]
+    app.state.ingest.flush()
+    assert query(app, "SELECT visitor_id FROM events ORDER BY 1") == [("a",), ("b",), ("c",), ("d",)]
+
+
 def test_sent_at_corrects_client_clock_skew(client, app, shop):
     # The client's clock runs two hours ahead; its event happened a minute before it sent the batch.
     ahead = timedelta(hours=2)
@@ -272,6 +281,12 @@ def test_body_errors_use_stable_codes(client, shop):
         400,
         "Body is not valid JSON: it is not UTF-8 text",
     )
+    marked = client.post(
+        url,
+        content=b"\xef\xbb\xbf" + orjson.dumps({"events": [ev()]}),
+        headers={**ORIGIN, "Content-Type": "text/plain"},
+    )
+    assert marked.status_code == 200 and marked.json()["accepted"] == 1  # a byte-order mark is not an error
     form = client.post(url, data={"events": "[]"}, headers=ORIGIN)
     assert (form.status_code, error_code(form)) == (400, "UNSUPPORTED_CONTENT_TYPE")
     assert "text/plain" in form.json()["error"]["message"]

@@ -156,7 +156,7 @@ def test_event_currency_must_be_iso4217(code):
 @pytest.mark.parametrize(
     ("metadata", "reason"),
     [
-        ({"productItemCode": True}, "metadata.productItemCode must be a string"),
+        ({"productItemCode": True}, "metadata.productItemCode must be a string (or a whole number)"),
         ({"productItemCode": "P" * 129}, "metadata.productItemCode is longer than 128 characters"),
         (
             {"productItemCode": "P", "categoryPath": "A > " * 200},
@@ -494,7 +494,6 @@ def test_order_currency_resolution(currency, site_currency, expected):
         (order(total="1E+1000000"), "AMOUNT_INVALID"),
         (order(items=[{"productId": "p", "quantity": 1, "price": "-1E+1000000"}]), "AMOUNT_INVALID"),
         (order(total="1_000"), "INVALID_ORDER"),
-        (order(total="10", isRefund=True), "INVALID_ORDER"),
         (order(orderId="   "), "INVALID_ORDER"),
         (order(currency="XXX"), "CURRENCY_NOT_ISO4217"),
         (order(items=[{"quantity": 1, "price": "1"}]), "INVALID_ORDER"),
