@@ -13,6 +13,8 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictFloat,
+    StrictInt,
     model_validator,
     with_config,
 )
@@ -178,7 +180,8 @@ class TrackNestedDoc(TypedDict):
 class OrderItemIn(_Wire):
     product_item_code: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
     product_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
-    quantity: int = Field(ge=-1_000_000, le=1_000_000)
+    # Strict: lax pydantic also reads "2" and true as quantities.
+    quantity: StrictInt = Field(ge=-1_000_000, le=1_000_000)
     price: Amount = Field(description="Unit price, in the order currency.")
     name: str | None = Field(default=None, max_length=500)
     category_path: str | None = Field(default=None, max_length=MAX_CATEGORY_PATH_LENGTH)
@@ -221,7 +224,7 @@ class TrackOrderIn(OrderIn):
 
 class MetricIn(_Wire):
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH, description="e.g. LCP, CLS, queue_size.")
-    value: float
+    value: StrictFloat  # a JSON number (lax pydantic also reads true as 1.0)
     unit: str | None = Field(default=None, max_length=16)
     timestamp: datetime | None = None
     visitor_id: str | None = Id

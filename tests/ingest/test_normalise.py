@@ -495,6 +495,8 @@ def test_order_currency_resolution(currency, site_currency, expected):
         (order(items=[{"productId": "p", "quantity": 1, "price": "-1E+1000000"}]), "AMOUNT_INVALID"),
         (order(total="1_000"), "INVALID_ORDER"),
         (order(orderId="   "), "INVALID_ORDER"),
+        (order(items=[{"productId": "p", "quantity": "2", "price": "1"}]), "INVALID_ORDER"),
+        (order(items=[{"productId": "p", "quantity": True, "price": "1"}]), "INVALID_ORDER"),
         (order(currency="XXX"), "CURRENCY_NOT_ISO4217"),
         (order(items=[{"quantity": 1, "price": "1"}]), "INVALID_ORDER"),
         (order(items=[{"productItemCode": "", "quantity": 1, "price": "1"}]), "INVALID_ORDER"),
@@ -565,6 +567,8 @@ def test_metric_row_is_exact():
         ({"name": "LCP"}, "INVALID_METRIC"),
         ({"name": "", "value": 1}, "INVALID_METRIC"),
         ({"name": "LCP", "value": "fast"}, "INVALID_METRIC"),
+        ({"name": "LCP", "value": True}, "INVALID_METRIC"),  # lax pydantic read it as 1.0
+        ({"name": "LCP", "value": "2.5"}, "INVALID_METRIC"),
         ({"name": "LCP", "value": 1, "tags": {"a": [1]}}, "INVALID_METRIC"),
         ({"name": "LCP", "value": 1, "timestamp": "2024-04-01T00:00:00Z"}, "TIMESTAMP_TOO_OLD"),
         (7, "METRIC_NOT_OBJECT"),
