@@ -15,7 +15,7 @@ import itertools
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -90,7 +90,28 @@ def _open_text(path: Path) -> io.TextIOBase:
     return open(path, encoding="utf-8", newline="")
 
 
+# Files exported from databases often hold ids as integers; the API takes them as text.
+ID_COLUMNS = ("eventId", "visitorId", "sessionId", "journeyId", "userId", "entityId", "orderId", "refundOf")
+
+
+def _plain(value: Any) -> Any:
+    """A Parquet cell as the API's JSON would carry it: decimals as text (exact), times as ISO 8601."""
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
 def _decode_json_columns(row: dict[str, Any]) -> dict[str, Any]:
+    for column in ID_COLUMNS:
+        value = row.get(column)
+        if isinstance(value, int) and not isinstance(value, bool):
+            row[column] = str(value)
     for column in JSON_COLUMNS:
         value = row.get(column)
         if isinstance(value, str) and value.strip()[:1] in ("{", "["):
@@ -127,7 +148,7 @@ def read_rows(path: Path, fmt: str) -> Iterator[tuple[int, Any]]:
         for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
             for row in batch.to_pylist():
                 number += 1
-                yield number, row
+                yield number, _plain(row)
     else:
         raise ValueError(f"unknown format {fmt}; use one of {', '.join(FORMATS)}")
 

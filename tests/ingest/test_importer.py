@@ -8,6 +8,7 @@ import io
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -121,6 +122,35 @@ def test_the_summary_names_the_first_five_rejected_lines_of_each_reason(ingest, 
         "UNKNOWN_EVENT_NAME": [f"line {n}: 'teleport' is not a canonical event name" for n in range(1, 6)],
         "EVENT_NOT_OBJECT": ["line 8: each event must be a JSON object"],
     }
+
+
+def test_parquet_columns_of_any_type_are_read_as_the_api_would_carry_them(ingest, tmp_path):
+    # A database export: integer ids, a timestamp column, an exact decimal, metadata as a struct.
+    path = tmp_path / "export.parquet"
+    at = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
+    pq.write_table(
+        pa.table({
+            "name": ["page_view", "purchase", "product_view"],
+            "eventId": pa.array([1, 2, 3], pa.int64()),
+            "visitorId": pa.array([10, 10, 11], pa.int64()),
+            "sessionId": ["s1", "s1", "s2"],
+            "timestamp": pa.array([at, at, at.replace(tzinfo=None)], pa.timestamp("us")),
+            "value": pa.array([None, Decimal("19.99"), None], pa.decimal128(10, 2)),
+            "metadata": pa.array([None, None, {"productItemCode": "P1"}], pa.struct([("productItemCode", pa.string())])),
+        }),
+        path,
+    )  # fmt: skip
+    summary = import_file(ingest, site=SITE, path=path).as_dict()
+    assert (summary["accepted"], summary["rejected"]) == (3, {})
+    assert lake_rows(
+        ingest,
+        "events",
+        "SELECT event_id, visitor_id, ts::VARCHAR, value, product_item_code FROM t ORDER BY 1",
+    ) == [
+        ("1", "10", "2024-05-01 10:00:00+00", None, None),
+        ("2", "10", "2024-05-01 10:00:00+00", Decimal("19.990000"), None),
+        ("3", "11", "2024-05-01 10:00:00+00", None, "P1"),
+    ]
 
 
 @pytest.mark.parametrize("content", ["", "name,eventId,visitorId,sessionId\n"])
