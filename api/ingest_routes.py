@@ -65,7 +65,8 @@ private = APIRouter(
 LIMITS_NOTE = (
     f" Limits: {MAX_BATCH_EVENTS} events per batch, {MAX_EVENT_BYTES // 1024} KiB per event, "
     f"{MAX_BODY_BYTES // (1024 * 1024)} MiB per body (once inflated: a body may be sent with "
-    "`Content-Encoding: gzip`), ids up to 128 characters, URLs up to 2048. Content-Type `application/json`, "
+    "`Content-Encoding: gzip`), ids up to 128 characters, URLs up to 2048, `X-Aisle-Client-Platform` and "
+    "`X-Aisle-Client-Version` up to 64. Content-Type `application/json`, "
     "or `text/plain` (what `navigator.sendBeacon` sends for a string)."
 )
 

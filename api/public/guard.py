@@ -9,7 +9,7 @@ from urllib.parse import urlparse
 from fastapi import Depends, Path, Request
 
 from api.deps import StoreDep
-from api.errors import Forbidden, NotFound, Unauthorized
+from api.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from api.sites import keys
 from warehouse.catalog import organizations, site_cache
 
@@ -18,6 +18,8 @@ PLATFORM_HEADER = "x-aisle-client-platform"
 VERSION_HEADER = "x-aisle-client-version"
 
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
+# The client headers are stored on every row of the request, like an event's fields: bounded alike.
+MAX_CLIENT_HEADER_LENGTH = 64
 
 
 @dataclass(frozen=True)
@@ -90,9 +92,18 @@ async def guard_public_site(
         site=site,
         channel=channel,
         api_key_id=api_key_id,
-        client_platform=request.headers.get(PLATFORM_HEADER),
-        client_version=request.headers.get(VERSION_HEADER),
+        client_platform=_client_header(request, PLATFORM_HEADER),
+        client_version=_client_header(request, VERSION_HEADER),
     )
+
+
+def _client_header(request: Request, name: str) -> str | None:
+    value = request.headers.get(name)
+    if value is not None and len(value) > MAX_CLIENT_HEADER_LENGTH:
+        raise BadRequest(
+            f"{name} is longer than {MAX_CLIENT_HEADER_LENGTH} characters", code="CLIENT_HEADER_TOO_LONG"
+        )
+    return value
 
 
 PublicSite = Annotated[PublicCaller, Depends(guard_public_site)]

@@ -122,6 +122,13 @@ def test_a_good_batch_is_stored_with_client_headers(client, app, shop):
     ]
 
 
+@pytest.mark.parametrize("header", ["X-Aisle-Client-Platform", "X-Aisle-Client-Version"])
+def test_client_headers_are_bounded_like_event_fields(client, app, shop, header):
+    response = post_events(client, shop, [ev("long-header")], headers={header: "x" * 65})
+    assert (response.status_code, error_code(response)) == (400, "CLIENT_HEADER_TOO_LONG")
+    assert post_events(client, shop, [ev("long-header")], headers={header: "x" * 64}).status_code == 200
+
+
 def test_a_bad_batch_reports_every_event_by_index(client, app, shop):
     response = post_events(
         client,
