@@ -38,7 +38,7 @@ JSON_COLUMNS = ("metadata", "consent", "items")
 class ImportSummary:
     kind: str
     rows_read: int = 0
-    accepted: int = 0
+    stored: int = 0  # rows stored by this run (not the duplicates, which an earlier one stored)
     duplicates: int = 0
     # Of the orders stored: how many are sales and how many refunds or cancellations.
     refunds: int = 0
@@ -48,7 +48,7 @@ class ImportSummary:
     examples: dict[str, list[str]] = field(default_factory=dict)
 
     def add(self, result: BatchResult, line_numbers: list[int]) -> None:
-        self.accepted += result.accepted - result.duplicates
+        self.stored += result.accepted - result.duplicates
         self.duplicates += result.duplicates
         for rejection in result.rejected:
             self.reject(rejection.code, f"line {line_numbers[rejection.index]}: {rejection.reason}")
@@ -61,12 +61,12 @@ class ImportSummary:
 
     def as_dict(self) -> dict[str, Any]:
         stored = (
-            {"sales": self.accepted - self.refunds, "refunds": self.refunds} if self.kind == "orders" else {}
+            {"sales": self.stored - self.refunds, "refunds": self.refunds} if self.kind == "orders" else {}
         )
         return {
             "kind": self.kind,
             "rowsRead": self.rows_read,
-            "accepted": self.accepted,
+            "stored": self.stored,
             **stored,
             "duplicates": self.duplicates,
             "rejected": dict(self.rejected),

@@ -51,7 +51,7 @@ def test_csv_events_are_validated_row_by_row(ingest, tmp_path):
     )
     summary = import_file(ingest, site=SITE, path=path)
     assert summary.as_dict() == {
-        "kind": "events", "rowsRead": 4, "accepted": 2, "duplicates": 0,
+        "kind": "events", "rowsRead": 4, "stored": 2, "duplicates": 0,
         "rejected": {"MISSING_PRODUCT_CODE": 1, "UNKNOWN_EVENT_NAME": 1}, "rejectedTotal": 2,
         "examples": {
             "MISSING_PRODUCT_CODE": ["line 4: 'product_view' needs metadata.productItemCode"],
@@ -66,9 +66,9 @@ def test_importing_the_same_file_twice_stores_each_row_once(ingest, tmp_path):
     path = tmp_path / "events.jsonl"
     path.write_text("\n".join(json.dumps({"name": "scroll", "eventId": f"e{i}", "visitorId": "v", "sessionId": "s"})
                               for i in range(5)))  # fmt: skip
-    assert import_file(ingest, site=SITE, path=path).accepted == 5
+    assert import_file(ingest, site=SITE, path=path).stored == 5
     again = import_file(ingest, site=SITE, path=path)
-    assert (again.accepted, again.duplicates) == (0, 5)
+    assert (again.stored, again.duplicates) == (0, 5)
     assert lake_rows(ingest, "events", "SELECT count(*) FROM t ") == [(5,)]
 
 
@@ -80,7 +80,7 @@ def test_jsonl_orders_with_a_broken_line_and_a_bad_currency(ingest, tmp_path):
     with gzip.open(path, "wt") as handle:
         handle.write(json.dumps(good) + "\n{not json\n" + json.dumps(bad_currency) + "\n")
     summary = import_file(ingest, site=SITE, path=path)
-    assert (summary.kind, summary.rows_read, summary.accepted) == ("orders", 3, 1)
+    assert (summary.kind, summary.rows_read, summary.stored) == ("orders", 3, 1)
     assert summary.rejected == {"INVALID_JSON": 1, "CURRENCY_NOT_ISO4217": 1}
     assert summary.examples["INVALID_JSON"][0].startswith("line 2: is not JSON: ")
     assert lake_rows(ingest, "orders", "SELECT order_id, currency, total FROM t ") == [
@@ -92,7 +92,7 @@ def test_a_csv_row_with_more_fields_than_the_header_is_rejected_as_such(ingest, 
     path = tmp_path / "events.csv"
     path.write_text("name,eventId,visitorId,sessionId\npage_view,e1,v1,s1\npage_view,e2,v1,s1,extra,more\n")
     summary = import_file(ingest, site=SITE, path=path).as_dict()
-    assert (summary["accepted"], summary["rejected"]) == (1, {"INVALID_ROW": 1})
+    assert (summary["stored"], summary["rejected"]) == (1, {"INVALID_ROW": 1})
     assert summary["examples"]["INVALID_ROW"] == ["line 3: has 6 fields, the header 4"]
 
 
@@ -109,7 +109,7 @@ def test_parquet_events(ingest, tmp_path):
         ),  # fmt: skip
         path,
     )
-    assert import_file(ingest, site=SITE, path=path).accepted == 2
+    assert import_file(ingest, site=SITE, path=path).stored == 2
 
 
 def test_the_summary_names_the_first_five_rejected_lines_of_each_reason(ingest, tmp_path):
@@ -141,7 +141,7 @@ def test_parquet_columns_of_any_type_are_read_as_the_api_would_carry_them(ingest
         path,
     )  # fmt: skip
     summary = import_file(ingest, site=SITE, path=path).as_dict()
-    assert (summary["accepted"], summary["rejected"]) == (3, {})
+    assert (summary["stored"], summary["rejected"]) == (3, {})
     assert lake_rows(
         ingest,
         "events",
@@ -185,12 +185,12 @@ def test_online_retail_one_order_per_invoice_with_refunds_kept_apart(ingest, tmp
         "A563185,B,Adjust bad debt,1,2011-08-12 14:50:00,11062.06,,United Kingdom",
     ])  # fmt: skip
     summary = import_file(ingest, site=SITE, path=path, preset="online-retail")
-    assert (summary.rows_read, summary.accepted) == (6, 3)
+    assert (summary.rows_read, summary.stored) == (6, 3)
     assert (summary.as_dict()["sales"], summary.as_dict()["refunds"]) == (2, 1)
     # Zero value for no customer is stock counted back in; for a customer, a gift: an order of 0.
     assert summary.rejected == {"STOCK_ADJUSTMENT": 2, "NOT_AN_ORDER": 1}
     again = import_file(ingest, site=SITE, path=path, preset="online-retail").as_dict()
-    assert (again["accepted"], again["sales"], again["refunds"], again["duplicates"]) == (0, 0, 0, 3)
+    assert (again["stored"], again["sales"], again["refunds"], again["duplicates"]) == (0, 0, 0, 3)
     rows = lake_rows(
         ingest, "orders",
         "SELECT order_id, is_refund, total, currency, visitor_id, user_id, item_count, ts::VARCHAR FROM t ORDER BY 1",
@@ -230,7 +230,7 @@ def test_online_retail_rejects_a_bad_invoice_and_keeps_the_others(ingest, tmp_pa
         "536369,21756,BATH,3,12/1/2010 8:35,5.95,13047.0,United Kingdom",  # the UCI export's own style
     ])  # fmt: skip
     summary = import_file(ingest, site=SITE, path=path, preset="online-retail").as_dict()
-    assert (summary["rowsRead"], summary["accepted"]) == (5, 2)
+    assert (summary["rowsRead"], summary["stored"]) == (5, 2)
     assert summary["rejected"] == {"TIMESTAMP_INVALID": 1, "INVALID_ORDER": 2}
     assert summary["examples"]["TIMESTAMP_INVALID"] == [
         "line 3: invoice 536366 has InvoiceDate 'notadate', not a time such as 2010-12-01 08:26:00 or 12/1/2010 8:26"
@@ -279,7 +279,7 @@ def test_the_cli_imports_a_slice_of_the_real_online_retail_file(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
-    assert summary["accepted"] == len(expected)
+    assert summary["stored"] == len(expected)
     glob = str(data_dir / "lake" / "orders" / "*" / "*" / "*.parquet")
     stored = duckdb.sql(
         f"SELECT order_id, is_refund, total FROM read_parquet('{glob}', hive_partitioning = true) "

@@ -151,7 +151,7 @@ def test_aisle_import_on_a_redis_log_stores_through_the_stream(tmp_path, redis_l
     command = [AISLE, "import", "--site", str(site_id), str(rows)]
     first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stderr
-    assert (json.loads(first.stdout)["accepted"], json.loads(first.stdout)["duplicates"]) == (2, 0)
+    assert (json.loads(first.stdout)["stored"], json.loads(first.stdout)["duplicates"]) == (2, 0)
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert json.loads(again.stdout)["duplicates"] == 2  # the order ids are known in Redis
     glob = str(data_dir / "lake" / "orders" / "*" / "*" / "*.parquet")
