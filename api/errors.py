@@ -124,6 +124,15 @@ ERROR_RESPONSE_SCHEMA = {
 }
 
 
+def unexpected_error(exc: Exception) -> JSONResponse:
+    """The answer to a failure no handler expected: logged with its traceback (called while it is
+    being handled), a 500 in the envelope."""
+    import structlog
+
+    structlog.get_logger("aisle.errors").exception("unhandled_error", error=repr(exc))
+    return JSONResponse(error_body("INTERNAL_ERROR", "Internal server error"), 500)
+
+
 def error_response(description: str) -> dict[str, Any]:
     """An OpenAPI response in the error envelope, described for its status."""
     return {**ERROR_RESPONSE_SCHEMA, "description": description}
@@ -184,7 +193,4 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
-        import structlog
-
-        structlog.get_logger("aisle.errors").exception("unhandled_error", error=repr(exc))
-        return JSONResponse(error_body("INTERNAL_ERROR", "Internal server error"), 500)
+        return unexpected_error(exc)

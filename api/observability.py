@@ -17,6 +17,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.errors import unexpected_error
+
 
 def configure_logging(*, json: bool) -> None:
     if json:
@@ -181,16 +183,24 @@ class RequestObserver:
             (v.decode() for k, v in scope.get("headers", []) if k == b"x-request-id"), None
         ) or next(self._request_ids)
         status = 500
+        started_answer = False
 
         async def send_wrapper(message: Message) -> None:
-            nonlocal status
+            nonlocal status, started_answer
             if message["type"] == "http.response.start":
                 status = message["status"]
+                started_answer = True
                 message.setdefault("headers", []).append((b"x-request-id", request_id.encode()))
             await send(message)
 
         try:
             await self.app(scope, receive, send_wrapper)
+        except Exception as exc:
+            if started_answer:
+                raise  # half an answer is out: only dropping the connection tells the client
+            # Answered here rather than by Starlette's outermost handler, which re-raises to the
+            # server: uvicorn then drops the keep-alive connection, and the 500 had no request id.
+            await unexpected_error(exc)(scope, receive, send_wrapper)
         finally:
             elapsed = time.perf_counter() - started
             template = route_template(scope)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import logging
 import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -777,6 +778,23 @@ def test_an_unexpected_failure_on_the_hot_path_is_a_500_in_the_envelope_and_stor
     assert response.headers["x-request-id"]
     app.state.ingest.flush()
     assert query(app, "SELECT count(*) FROM events") == [(0,)]
+
+
+def test_an_unexpected_failure_elsewhere_is_a_500_with_a_request_id_and_the_connection_kept(
+    client, app, shop, monkeypatch, caplog
+):
+    async def broken(*_args):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(app.state.ingest, "store_order", broken)
+    with caplog.at_level(logging.ERROR, logger="uvicorn.error"):
+        response = post_order(client, shop, order("boom"))
+        after = client.get(f"/public/sites/{shop['siteKey']}/tracking-config", headers=ORIGIN)
+    assert (response.status_code, error_code(response)) == (500, "INTERNAL_ERROR")
+    assert response.headers["x-request-id"]
+    assert after.status_code == 200
+    # Starlette's outermost handler re-raised to uvicorn, which dropped the keep-alive connection.
+    assert not [r for r in caplog.records if "Exception in ASGI application" in r.getMessage()]
 
 
 def test_batches_on_the_hot_path_are_counted_and_logged_under_the_route_template(client, server, shop):
