@@ -14,7 +14,7 @@ import orjson
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
-from api.analytics.scope import AnalyticsSite
+from api.analytics.scope import AnalyticsSite, check_range_length, check_report_dates
 from api.errors import BadRequest
 from ingest.event_names import CANONICAL_EVENT_NAMES
 from queries.cohort import CohortQuery, CohortType, Interval, RetentionMode, cohort_report
@@ -45,8 +45,11 @@ def cohort_filters(
         ),
     ] = "on",
 ) -> CohortQuery:
+    check_report_dates(start_date, end_date)  # 9999-12-31 overflowed the last period's end: a 500
     if start_date > end_date:
         raise BadRequest("startDate must not be after endDate", code="DATE_RANGE_INVALID")
+    # A cohort per day from year 1 ran for hours and could not be stopped.
+    check_range_length(start_date, end_date)
     if return_event is not None and return_event not in CANONICAL_EVENT_NAMES:
         raise BadRequest(f"'{return_event}' is not a canonical event name", code="UNKNOWN_EVENT_NAME")
     return CohortQuery(

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 from starlette.concurrency import run_in_threadpool
 
-from api.analytics.scope import AnalyticsSite, date_range
+from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite, check_range_length, date_range
 from api.deps import CurrentUser, StoreDep, WritableSiteById
 from api.errors import BadRequest, NotFound, PayloadTooLarge
 from ingest.currency import normalise_currency
@@ -44,7 +44,7 @@ from warehouse.catalog import products as catalog
 from warehouse.catalog.product_identity import product_id_for
 
 MAX_FEED_BYTES = 50 * 1024 * 1024
-MAX_DAYS = 3660
+MAX_DAYS = MAX_RANGE_DAYS
 
 SEMANTICS = (
     "Products are named by `productId`, a uuid derived from the site and the `productItemCode` events "
@@ -103,8 +103,7 @@ def product_range(
     if start_date is None and end_date is None:
         return ProductRange.last_days(site_id=site["id"], days=days or 30, timezone=site["timezone"])
     start, end = date_range(site, start_date, end_date)
-    if (end - start).days >= MAX_DAYS:
-        raise BadRequest(f"A range covers at most {MAX_DAYS} days", code="DATE_RANGE_TOO_LONG")
+    check_range_length(start, end)
     return ProductRange(site_id=site["id"], start_date=start, end_date=end, timezone=site["timezone"])
 
 

@@ -39,6 +39,15 @@ def check_report_dates(*days: date | None) -> None:
             )
 
 
+# Ten years: the longest range a report walks day by day (a cohort per day, a product's daily series).
+MAX_RANGE_DAYS = 3660
+
+
+def check_range_length(start: date, end: date) -> None:
+    if (end - start).days >= MAX_RANGE_DAYS:
+        raise BadRequest(f"A range covers at most {MAX_RANGE_DAYS} days", code="DATE_RANGE_TOO_LONG")
+
+
 def date_range(site: dict[str, Any], start: date | None, end: date | None) -> tuple[date, date]:
     """Inclusive dates in the site's time zone; the last 30 days by default."""
     check_report_dates(start, end)

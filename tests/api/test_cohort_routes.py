@@ -66,6 +66,30 @@ def test_every_filter_is_required_and_period_count_is_bounded(owner):
     )
 
 
+def test_ranges_are_bounded_before_any_query_runs(owner):
+    site = owner.make_site()
+    for path in ("", "/export"):
+        url = f"/analytics/cohort/{site['id']}{path}"
+        far_end = owner.get(url, params={**FILTERS, "endDate": "9999-12-31", "format": "csv"})
+        assert (far_end.status_code, far_end.json()["error"]["code"]) == (400, "DATE_OUT_OF_RANGE")
+        # A cohort a day from year 1 ran for hours, past any client's timeout.
+        from_year_one = owner.get(
+            url, params={**FILTERS, "intervalType": "day", "startDate": "0001-01-01", "format": "csv"}
+        )
+        assert (from_year_one.status_code, from_year_one.json()["error"]["code"]) == (
+            400,
+            "DATE_OUT_OF_RANGE",
+        )
+        ten_years = owner.get(url, params={**FILTERS, "startDate": "2014-01-01", "endDate": "2024-01-14"})
+        assert (ten_years.status_code, ten_years.json()["error"]["code"]) == (400, "DATE_RANGE_TOO_LONG")
+    assert (
+        owner.get(
+            f"/analytics/cohort/{site['id']}", params={**FILTERS, "startDate": "2015-01-15"}
+        ).status_code
+        == 200
+    )
+
+
 def test_export_csv_and_json_carry_the_report_numbers(app, owner):
     site = site_with_journeys(app, owner)
     url = f"/analytics/cohort/{site['id']}/export"
