@@ -234,7 +234,13 @@ async def metrics(
 class IdentifyIn(StrictCamelModel):
     visitor_id: str = Field(min_length=1, max_length=128)
     user_id: str = Field(min_length=1, max_length=128)
-    session_id: str = Field(default="identify", min_length=1, max_length=128)
+    session_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="The visitor's current session; without it the identify event is in a session of the "
+        "visitor's own (`identify:<visitorId>`), never one shared with other visitors.",
+    )
     traits: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -259,7 +265,8 @@ async def identify(
     body = IdentifyIn.model_validate(await read_json(request))
     throttle(hot, response, limit=Limit("events-visitor", settings.visitor_batches_per_minute, 60),
              subject=f"{caller.site['id']}:{body.visitor_id}")  # fmt: skip
-    event = {"name": "identify", "visitorId": body.visitor_id, "userId": body.user_id, "sessionId": body.session_id,
+    session = body.session_id or f"identify:{body.visitor_id}"[:128]
+    event = {"name": "identify", "visitorId": body.visitor_id, "userId": body.user_id, "sessionId": session,
              "metadata": {"traits": body.traits}}  # fmt: skip
     result = await _durably(_ingest(request).accept_events([event], _context(caller, sent_at=None)))
     if result.rejected:

@@ -487,6 +487,9 @@ def test_identify_merges_once(client, app, shop):
         ("identify", "v-9", "u-9", '{"traits":{"plan":"gold"}}'),
         ("identify", "v-9", "u-9", '{"traits":{"plan":"gold"}}'),
     ]
+    # Without a sessionId each visitor's identify events keep to a session of its own.
+    sessions = query(app, "SELECT DISTINCT visitor_id, session_id FROM events ORDER BY 1")
+    assert sessions == [("v-10", "identify:v-10"), ("v-9", "identify:v-9")]
 
 
 def test_identify_reads_its_body_like_the_other_ingestion_routes(client, shop):
