@@ -15,7 +15,6 @@ from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import date, datetime
-from decimal import Decimal
 from typing import Any
 
 import duckdb
@@ -24,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from queries import library
+from queries.money import format_amount
 from queries.ranges import LocalDays
 from warehouse.engine import Engine
 
@@ -160,10 +160,6 @@ def _rate(part: int, whole: int) -> float:
     return round(part / whole, 6) if whole else 0.0
 
 
-def _money(value: Decimal | None) -> str:
-    return format(value.normalize(), "f") if value else "0"
-
-
 def _seconds(value: float | None) -> float:
     return round(float(value), 3) if value is not None else 0.0
 
@@ -174,7 +170,7 @@ def _journey(row: dict[str, Any]) -> Journey:
         started_at=row["started_at"], ended_at=row["ended_at"], duration_seconds=_seconds(row["duration_seconds"]),
         event_count=row["event_count"], converted=row["converted"], entry_url=row["entry_url"],
         exit_url=row["exit_url"],
-        revenue=[Money(currency=r["currency"], amount=_money(r["amount"])) for r in row["revenue"]],
+        revenue=[Money(currency=r["currency"], amount=format_amount(r["amount"] or 0, r["currency"])) for r in row["revenue"]],
     )  # fmt: skip
 
 
@@ -253,7 +249,11 @@ def journey_stats(engine: Engine, query: JourneyRange) -> JourneyStats:
         median_duration_seconds=_seconds(totals["median_duration_seconds"]),
         unique_people=totals["people"],
         revenue_by_currency=[
-            CurrencyRevenue(currency=r["currency"], revenue=_money(r["revenue"]), orders=r["orders"])
+            CurrencyRevenue(
+                currency=r["currency"],
+                revenue=format_amount(r["revenue"] or 0, r["currency"]),
+                orders=r["orders"],
+            )
             for r in revenue
         ],
         mixed_currency=len(revenue) > 1,
@@ -308,7 +308,7 @@ def get_journey(engine: Engine, *, site_id: str, journey_id: str) -> JourneyDeta
                 order_id=o["order_id"],
                 timestamp=o["ts"],
                 currency=o["currency"],
-                total=_money(o["total"]),
+                total=format_amount(o["total"] or 0, o["currency"]),
                 item_count=o["item_count"],
             )
             for o in orders

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, timedelta
-from decimal import Decimal
 from typing import Any
 
 from ingest.event_names import EVENT_FAMILIES
 from queries import library
+from queries.money import format_amount
 from warehouse.engine import Engine
 
 FAMILY_OF = {name: family for family, names in EVENT_FAMILIES.items() for name in names}
@@ -37,20 +37,19 @@ def _rate(part: int, whole: int) -> float:
     return round(part / whole, 6) if whole else 0.0
 
 
-def _money(value: Decimal | None) -> str:
-    return format((value or Decimal(0)).normalize(), "f") if value else "0"
-
-
 def revenue_by_currency(engine: Engine, scope: Scope) -> list[dict[str, Any]]:
     """One row per currency: revenue (sales, refunds excluded), orders, average order value, refunded."""
     table = library.run(engine, "revenue_by_currency", scope.params()).to_pylist()
     return [
         {
             "currency": row["currency"],
-            "revenue": _money(row["revenue"]),
+            # In the currency's minor units, as every amount the analytics answer (queries.money).
+            "revenue": format_amount(row["revenue"] or 0, row["currency"]),
             "orders": row["orders"],
-            "avgOrderValue": _money(row["revenue"] / row["orders"]) if row["orders"] else "0",
-            "refunded": _money(row["refunded"]),
+            "avgOrderValue": format_amount(
+                row["revenue"] / row["orders"] if row["orders"] else 0, row["currency"]
+            ),
+            "refunded": format_amount(row["refunded"] or 0, row["currency"]),
         }
         for row in table
     ]

@@ -51,7 +51,7 @@ def test_list_stats_and_funnel(app, owner):
         "journeyId": "j-ann", "personId": "ann", "visitorId": "ann", "startedAt": "2024-02-01T10:00:00Z",
         "endedAt": "2024-02-01T10:04:00Z", "durationSeconds": 240.0, "eventCount": 5, "converted": True,
         "entryUrl": "https://shop.example.com/", "exitUrl": "https://shop.example.com/thanks",
-        "revenue": [{"currency": "USD", "amount": "42.5"}],
+        "revenue": [{"currency": "USD", "amount": "42.50"}],
     }  # fmt: skip
     assert body["journeys"][0]["journeyId"] == "j-bob" and not body["journeys"][0]["converted"]
     only = owner.get(base, params={**DAY, "converted": "true", "limit": 1}).json()
@@ -61,7 +61,7 @@ def test_list_stats_and_funnel(app, owner):
     assert stats == {
         "totalJourneys": 2, "convertedJourneys": 1, "conversionRate": 0.5, "avgEventsPerJourney": 3.0,
         "avgDurationSeconds": 120.0, "medianDurationSeconds": 120.0, "uniquePeople": 2,
-        "revenueByCurrency": [{"currency": "USD", "revenue": "42.5", "orders": 1}], "mixedCurrency": False,
+        "revenueByCurrency": [{"currency": "USD", "revenue": "42.50", "orders": 1}], "mixedCurrency": False,
     }  # fmt: skip
 
     funnel = owner.get(f"{base}/funnel", params=DAY).json()
@@ -89,7 +89,7 @@ def test_one_journey_with_its_timeline(app, owner):
         "productItemCode": "P1", "categoryPath": None, "metadata": {"productItemCode": "P1"},
     }  # fmt: skip
     assert body["orders"] == [
-        {"orderId": "o-1", "timestamp": "2024-02-01T10:04:00Z", "currency": "USD", "total": "42.5",
+        {"orderId": "o-1", "timestamp": "2024-02-01T10:04:00Z", "currency": "USD", "total": "42.50",
          "itemCount": 1}
     ]  # fmt: skip
     missing = owner.get(f"/analytics/journeys/{site['id']}/no-such-journey")
@@ -133,7 +133,7 @@ def test_export_csv_and_json_carry_the_list_numbers(app, owner):
         ["j-bob", "bob", "bob", "2024-02-01T11:00:00Z", "2024-02-01T11:00:00Z", "0.0", "1", "false",
          'https://shop.example.com/, "sale"', 'https://shop.example.com/, "sale"', ""],
         ["j-ann", "ann", "ann", "2024-02-01T10:00:00Z", "2024-02-01T10:04:00Z", "240.0", "5", "true",
-         "https://shop.example.com/", "https://shop.example.com/thanks", "USD 42.5"],
+         "https://shop.example.com/", "https://shop.example.com/thanks", "USD 42.50"],
     ]  # fmt: skip
     as_json = owner.get(url, params={**DAY, "format": "json"})
     assert as_json.headers["content-type"].startswith("application/json")

@@ -43,7 +43,7 @@ def test_overview_counts_people_across_devices_and_keeps_currencies_apart(app, o
     assert body["totals"] == {"events": 4, "people": 2, "sessions": 3, "pageViews": 3, "orders": 3}
     assert body["purchaseConversionRate"] == 0.5
     assert body["revenueByCurrency"] == [
-        {"currency": "EUR", "revenue": "15", "orders": 2, "avgOrderValue": "7.5", "refunded": "0"},
+        {"currency": "EUR", "revenue": "15.00", "orders": 2, "avgOrderValue": "7.50", "refunded": "0.00"},
         {"currency": "JPY", "revenue": "1200", "orders": 1, "avgOrderValue": "1200", "refunded": "0"},
     ]
     assert body["mixedCurrency"] is True
@@ -73,10 +73,10 @@ def test_dashboard_summary_compares_with_the_period_before(app, owner):
     assert body["change"]["events"] == -0.5
     assert body["previousRevenueByCurrency"][0] == {
         "currency": "EUR",
-        "revenue": "30",
+        "revenue": "30.00",
         "orders": 4,
-        "avgOrderValue": "7.5",
-        "refunded": "0",
+        "avgOrderValue": "7.50",
+        "refunded": "0.00",
     }
     assert len(body["trend"]) == 7
     assert sum(day["events"] for day in body["trend"]) == 4
@@ -119,5 +119,5 @@ def test_a_refund_counts_as_refunded_whichever_sign_the_shop_sends(app, owner):
     app.state.ingest.flush()
     body = owner.get("/analytics/overview", params={"days": 7, "siteId": site["id"]}).json()
     assert body["revenueByCurrency"] == [
-        {"currency": "EUR", "revenue": "30", "orders": 1, "avgOrderValue": "30", "refunded": "15"}
+        {"currency": "EUR", "revenue": "30.00", "orders": 1, "avgOrderValue": "30.00", "refunded": "15.00"}
     ]

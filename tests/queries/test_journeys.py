@@ -69,11 +69,11 @@ def test_journeys_list_conversion_revenue_and_pages(lake):
         {"journeyId": "j-bob", "personId": "bob", "visitorId": "bob", "startedAt": "2024-01-10T11:00:00Z",
          "endedAt": "2024-01-10T11:20:00Z", "durationSeconds": 1200.0, "eventCount": 3, "converted": True,
          "entryUrl": "/sale", "exitUrl": "/sale",
-         "revenue": [{"currency": "EUR", "amount": "5"}, {"currency": "USD", "amount": "20"}]},
+         "revenue": [{"currency": "EUR", "amount": "5.00"}, {"currency": "USD", "amount": "20.00"}]},
         # The purchase event names o-1, so o-1 is one purchase (with the event's page), not two.
         {"journeyId": "j-ann", "personId": "ann", "visitorId": "ann", "startedAt": "2024-01-10T10:00:00Z",
          "endedAt": "2024-01-10T10:05:00Z", "durationSeconds": 300.0, "eventCount": 5, "converted": True,
-         "entryUrl": "/home", "exitUrl": "/thanks", "revenue": [{"currency": "EUR", "amount": "30.5"}]},
+         "entryUrl": "/home", "exitUrl": "/thanks", "revenue": [{"currency": "EUR", "amount": "30.50"}]},
     ]  # fmt: skip
 
 
@@ -90,8 +90,8 @@ def test_stats_count_journeys_people_and_revenue_per_currency(lake):
         "medianDurationSeconds": 300.0,
         "uniquePeople": 3,
         "revenueByCurrency": [
-            {"currency": "EUR", "revenue": "35.5", "orders": 2},
-            {"currency": "USD", "revenue": "20", "orders": 1},
+            {"currency": "EUR", "revenue": "35.50", "orders": 2},
+            {"currency": "USD", "revenue": "20.00", "orders": 1},
         ],
         "mixedCurrency": True,
     }
@@ -148,8 +148,8 @@ def test_orders_without_a_journey_id_join_the_journey_of_their_session(lake):
     journeys = {j["journeyId"]: j for j in listed(engine)}
     assert set(journeys) == {"s-cat", "j-dan", "j-eve"}
     assert journeys["s-cat"]["converted"] and journeys["s-cat"]["eventCount"] == 2
-    assert journeys["s-cat"]["revenue"] == [{"currency": "EUR", "amount": "10"}]
-    assert journeys["j-dan"]["revenue"] == [{"currency": "EUR", "amount": "7"}]
+    assert journeys["s-cat"]["revenue"] == [{"currency": "EUR", "amount": "10.00"}]
+    assert journeys["j-dan"]["revenue"] == [{"currency": "EUR", "amount": "7.00"}]
     assert not journeys["j-eve"]["converted"]
 
 
@@ -219,7 +219,7 @@ def test_one_journey_with_its_timeline_and_orders(lake):
     assert journey["events"][1]["metadata"] == {"productItemCode": "P"}
     assert journey["events"][4]["metadata"] == {"orderId": "o-1"}
     assert journey["orders"] == [
-        {"orderId": "o-1", "timestamp": "2024-01-10T10:05:00Z", "currency": "EUR", "total": "30.5", "itemCount": 1}
+        {"orderId": "o-1", "timestamp": "2024-01-10T10:05:00Z", "currency": "EUR", "total": "30.50", "itemCount": 1}
     ]  # fmt: skip
     assert get_journey(engine, site_id=SITE, journey_id="s-cat").event_count == 2
     assert get_journey(engine, site_id=SITE, journey_id="nope") is None
