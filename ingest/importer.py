@@ -107,7 +107,9 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _decode_json_columns(row: dict[str, Any]) -> dict[str, Any]:
+def _api_fields(row: dict[str, Any]) -> dict[str, Any]:
+    """A file's row with its fields as the API takes them: integer ids as text, JSON columns decoded,
+    empty cells absent."""
     for column in ID_COLUMNS:
         value = row.get(column)
         if isinstance(value, int) and not isinstance(value, bool):
@@ -329,7 +331,7 @@ def import_file(
             progress(1)
             continue
         if isinstance(item, dict) and not preset:
-            item = _decode_json_columns(item)
+            item = _api_fields(item)
         batch.append(item)
         numbers.append(number)
         if len(batch) >= BATCH_ROWS:

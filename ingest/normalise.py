@@ -28,6 +28,8 @@ from ingest.schemas import (
     EventIn,
     MetricIn,
     OrderIn,
+    aware,
+    is_client_clock,
 )
 
 PRODUCT_EVENTS = frozenset(EVENT_FAMILIES["product"])
@@ -66,18 +68,14 @@ def micros(moment: datetime) -> int:
     return int(moment.timestamp() * 1_000_000)
 
 
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 def event_time(raw: datetime | None, ctx: Context) -> datetime:
     """Server time when absent; shifted by the batch's clock skew (received - sentAt) when known."""
     if raw is None:
         return ctx.received_at
-    moment = _aware(raw)
+    moment = aware(raw)
     if ctx.sent_at is not None:
         try:
-            moment += ctx.received_at - _aware(ctx.sent_at)
+            moment += ctx.received_at - aware(ctx.sent_at)
         except OverflowError:
             raise Rejected(
                 "TIMESTAMP_INVALID", "timestamp is out of range after clock-skew correction"
@@ -233,7 +231,7 @@ def parse_event_batch(body: bytes) -> Any | None:
         return None
     if not all(event.name in CANONICAL_EVENT_NAMES for event in batch.events):
         return None
-    if batch.sent_at is not None and _aware(batch.sent_at) < EARLIEST:
+    if batch.sent_at is not None and not is_client_clock(batch.sent_at):
         return None  # pydantic's path refuses it (``SentAt``)
     return batch
 

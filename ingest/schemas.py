@@ -58,8 +58,17 @@ def _time_text(value: Any) -> Any:
     return value
 
 
+def aware(moment: datetime) -> datetime:
+    """``moment`` with a time zone: a naive time is UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def is_client_clock(moment: datetime) -> bool:
+    return aware(moment) >= EARLIEST
+
+
 def _client_clock(moment: datetime) -> datetime:
-    if (moment if moment.tzinfo else moment.replace(tzinfo=UTC)) < EARLIEST:
+    if not is_client_clock(moment):
         raise ValueError("is before 2000-01-01: not a client clock")
     return moment
 

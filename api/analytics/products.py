@@ -44,7 +44,6 @@ from warehouse.catalog import products as catalog
 from warehouse.catalog.product_identity import product_id_for
 
 MAX_FEED_BYTES = 50 * 1024 * 1024
-MAX_DAYS = MAX_RANGE_DAYS
 
 SEMANTICS = (
     "Products are named by `productId`, a uuid derived from the site and the `productItemCode` events "
@@ -91,7 +90,9 @@ def product_range(
     site: AnalyticsSite,
     days: Annotated[
         int | None,
-        Query(ge=1, le=MAX_DAYS, description="The last N days of the site's time zone, today included."),
+        Query(
+            ge=1, le=MAX_RANGE_DAYS, description="The last N days of the site's time zone, today included."
+        ),
     ] = None,
     start_date: Annotated[
         date | None, Query(alias="startDate", description="First day (site time zone); wins over `days`.")
