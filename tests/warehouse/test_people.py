@@ -51,3 +51,13 @@ def test_people_views_work_on_an_empty_lake(lake):
     _, engine = lake
     assert engine.cursor().execute("SELECT count(*) FROM events_people").fetchall() == [(0,)]
     assert engine.cursor().execute("SELECT count(*) FROM orders_people").fetchall() == [(0,)]
+
+
+def test_a_shared_device_counts_each_login_as_its_user_and_anonymous_events_as_the_first(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "kiosk": [{"name": "page_view"}, {"name": "identify", "userId": "ada"},
+                  {"name": "page_view", "userId": "bob"}, {"name": "scroll"}],
+    })  # fmt: skip
+    rows = engine.cursor().execute("SELECT name, person_id FROM events_people ORDER BY ts").fetchall()
+    assert rows == [("page_view", "ada"), ("identify", "ada"), ("page_view", "bob"), ("scroll", "ada")]
