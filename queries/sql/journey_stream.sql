@@ -1,8 +1,10 @@
 -- The entries of every journey in `journey_keys`, numbered in time order: its events, and each sale
 -- (refunds apart) as a `purchase` at the order's time. A `purchase` event whose metadata.orderId names
--- a sale is that sale, counted once (as the order, with that event's page). A sale joins the journey of its journey_id; without
--- one, the journey of the purchase event naming it; else the journey its visitor's session was in at
--- the order's time (its latest event at or before the order, else the session's first event).
+-- a sale is that sale, counted once (as the order, with that event's page; another person's event
+-- naming it is dropped, as funnels drop it). A sale joins the journey of its journey_id; without
+-- one, the journey of its own person's purchase event naming it; else the journey its visitor's
+-- session was in at the order's time (its latest event at or before the order, else the session's
+-- first event).
 -- No journey in `journey_keys` has an event in a partition before $scan_from.
 CREATE OR REPLACE TEMP TABLE journey_stream AS
 WITH journey_events AS (
@@ -18,12 +20,15 @@ sales AS (
     WHERE site_id = $site_id AND NOT is_refund
 ),
 purchase_refs AS (
-    SELECT json_extract_string(metadata, '$.orderId') AS order_id,
-        arg_min(coalesce(nullif(journey_id, ''), session_id), ts) AS journey_key,
-        arg_min(url, ts) AS url
-    FROM events
-    WHERE site_id = $site_id AND name = 'purchase' AND json_extract_string(metadata, '$.orderId') IS NOT NULL
-    GROUP BY 1
+    -- Only the order's own person's purchase events place it: a forwarded thank-you page opened by
+    -- someone else names the order too.
+    SELECT s.order_id,
+        arg_min(coalesce(nullif(e.journey_id, ''), e.session_id), e.ts) AS journey_key,
+        arg_min(e.url, e.ts) AS url
+    FROM events_people AS e
+    JOIN sales AS s ON s.order_id = json_extract_string(e.metadata, '$.orderId') AND s.person_id = e.person_id
+    WHERE e.site_id = $site_id AND e.name = 'purchase'
+    GROUP BY s.order_id
 ),
 unplaced AS (
     SELECT s.* FROM sales AS s

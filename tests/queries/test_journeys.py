@@ -153,6 +153,27 @@ def test_orders_without_a_journey_id_join_the_journey_of_their_session(lake):
     assert not journeys["j-eve"]["converted"]
 
 
+def test_a_purchase_event_naming_another_persons_order_does_not_move_that_order(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        # ann's order carries no journey id: it joins the journey its session was in.
+        "ann": [{"event": "page_view", "at": at(10), "sessionId": "s-ann", "journeyId": "j-ann"},
+                {"order": "o-1", "at": at(10, 2), "sessionId": "s-ann", "total": "30"}],
+        # bob opens a forwarded thank-you page: a purchase event naming ann's order, earlier than ann's.
+        "bob": [{"event": "page_view", "at": at(9), "sessionId": "s-bob", "journeyId": "j-bob"},
+                {"event": "purchase", "at": at(9, 1), "sessionId": "s-bob", "journeyId": "j-bob",
+                 "metadata": {"orderId": "o-1"}}],
+    })  # fmt: skip
+    journeys = {j["journeyId"]: j for j in listed(engine)}
+    assert journeys["j-ann"]["converted"] and journeys["j-ann"]["revenue"] == [{"currency": "EUR", "amount": "30.00"}]
+    assert journeys["j-bob"]["revenue"] == [] and journeys["j-bob"]["visitorId"] == "bob"
+    assert journeys["j-bob"]["startedAt"] == "2024-01-10T09:00:00Z"
+    ann = get_journey(engine, site_id=SITE, journey_id="j-ann").model_dump(by_alias=True, mode="json")
+    assert [o["orderId"] for o in ann["orders"]] == ["o-1"]
+    bob = get_journey(engine, site_id=SITE, journey_id="j-bob").model_dump(by_alias=True, mode="json")
+    assert bob["orders"] == []
+
+
 def test_identified_visitors_are_their_user(lake):
     ingest, engine = lake
     journeys_for(ingest, {
