@@ -7,8 +7,7 @@ WITH scoped AS (
     SELECT person_id, session_id, ts, name, product_item_code,
         CASE WHEN name = 'category_filter' THEN metadata END AS filter_metadata,
         CASE WHEN product_item_code IS NOT NULL THEN json_extract_string(metadata, '$.name') END AS product_name,
-        coalesce(nullif(regexp_replace(trim(category_path), '\s*>\s*', ' > ', 'g'), ''), 'unknown')
-            AS category_path
+        category_path_of(category_path) AS category_path
     FROM events_people
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
       AND ts >= $range_start AND ts < $range_end

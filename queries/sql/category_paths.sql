@@ -4,8 +4,7 @@
 -- leaving `from`. Steps are kept when either end lies in the subtree of $category_path (if not null).
 WITH views AS (
     SELECT person_id, session_id, ts, event_id,
-        coalesce(nullif(regexp_replace(trim(category_path), '\s*>\s*', ' > ', 'g'), ''), 'unknown')
-            AS category_path
+        category_path_of(category_path) AS category_path
     FROM events_people
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
       AND ts >= $range_start AND ts < $range_end AND name = 'category_view'

@@ -13,8 +13,7 @@ final AS (
     SELECT order_id, person_id, ts, currency,
         nullif(item.product_item_code, '') AS product_item_code, item.product_id, item.name AS product_name,
         item.quantity, item.price * item.quantity AS amount,
-        coalesce(nullif(regexp_replace(trim(item.category_path), '\s*>\s*', ' > ', 'g'), ''), 'unknown')
-            AS category_path
+        category_path_of(item.category_path) AS category_path
     FROM lines
 )
 SELECT * FROM final

@@ -268,3 +268,21 @@ def test_a_product_keeps_its_latest_known_name(lake):
     journeys_for(ingest, {"ann": [product("product_view", 1, "10:00:00", "P7", None, "s"), later]})
     rows = dump(category_products(engine, query(), limit=10))["products"]
     assert [(r["productItemCode"], r["name"], r["views"]) for r in rows] == [("P7", "Name P7", 2)]
+
+
+def test_blank_parts_of_a_stored_path_are_dropped(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "dee": [
+            cat("category_view", 1, "10:00:00", "Home>>Kitchen", "s-dee"),
+            cat("category_view", 1, "10:01:00", " > Home >", "s-dee"),
+            cat("category_view", 1, "10:02:00", ">", "s-dee"),
+            order("o6", 1, "10:05:00", "EUR", ("P1", 1, "4.50", "Home >\tKitchen>")),
+        ],
+    })  # fmt: skip
+    rows = dump(top_categories(engine, query(), limit=10))["categories"]
+    assert [(r["categoryPath"], r["categoryViews"], r["orders"]) for r in rows] == [
+        (KITCHEN, 1, 1), ("Home", 1, 0), ("unknown", 1, 0),
+    ]  # fmt: skip
+    steps = dump(category_paths(engine, query(), limit=10))
+    assert [(r["fromPath"], r["toPath"]) for r in steps["transitions"]] == [("Home", "unknown"), (KITCHEN, "Home")]

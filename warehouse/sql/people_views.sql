@@ -32,3 +32,10 @@ CREATE OR REPLACE MACRO dwell_seconds(metadata) AS coalesce(
     TRY_CAST(json_extract_string(metadata, '$.dwellTimeMs') AS DOUBLE) / 1000,
     TRY_CAST(json_extract_string(metadata, '$.durationMs') AS DOUBLE) / 1000
 );
+
+-- A stored category path in the form the category analytics compare: its parts joined by ' > ',
+-- blank parts dropped (shops send 'Home>>Kitchen', 'Home >'); 'unknown' when no part is left.
+CREATE OR REPLACE MACRO category_path_of(path) AS coalesce(
+    nullif(regexp_replace(regexp_replace(path, '\s*(>\s*)+', ' > ', 'g'), '^[\s>]+|[\s>]+$', '', 'g'), ''),
+    'unknown'
+);
