@@ -16,7 +16,7 @@ import msgspec
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
-from ingest.currency import is_iso4217, resolve_currency
+from ingest.currency import is_iso4217, not_a_currency, resolve_currency
 from ingest.event_names import CANONICAL_EVENT_NAMES, EVENT_FAMILIES
 from ingest.event_struct import EVENT_BATCH_DECODER, ConsentStruct, EventStruct
 from ingest.schemas import (
@@ -108,7 +108,7 @@ def money(value: Decimal | None, field: str) -> str | None:
 
 def _currency(code: str | None, *fallbacks: str | None) -> str:
     if code is not None and not is_iso4217(code.strip().upper()):
-        raise Rejected("CURRENCY_NOT_ISO4217", f"'{code}' is not an ISO-4217 currency code")
+        raise Rejected("CURRENCY_NOT_ISO4217", not_a_currency(code))
     return resolve_currency(code, *fallbacks)
 
 

@@ -148,9 +148,19 @@ def test_event_currency_resolution(fields, site_currency, expected):
     assert event_row(event(**fields), ctx(site_currency=site_currency))["currency"] == expected
 
 
-@pytest.mark.parametrize("code", ["EURO", "XYZ", "us", "", "€", "XXX", "XTS"])
+@pytest.mark.parametrize("code", ["EURO", "XYZ", "us", "", "€"])
 def test_event_currency_must_be_iso4217(code):
-    assert rejection(event(currency=code))[0] == "CURRENCY_NOT_ISO4217"
+    assert rejection(event(currency=code)) == (
+        "CURRENCY_NOT_ISO4217", f"'{code}' is not an ISO-4217 currency code (three letters, such as EUR or GBP)"
+    )
+
+
+@pytest.mark.parametrize("code", ["XXX", "XTS", "XAU", "xag", "XDR", "XBA", "XUA"])
+def test_iso_codes_without_a_minor_unit_are_not_money(code):
+    assert rejection(event(currency=code)) == (
+        "CURRENCY_NOT_ISO4217",
+        f"'{code}' is an ISO-4217 code for no currency a shop prices in (metals, units of account, testing)",
+    )
 
 
 @pytest.mark.parametrize(
