@@ -480,6 +480,8 @@ def test_identify_merges_once(client, app, shop):
     app.state.ingest.flush()
     people = query(app, "SELECT visitor_id, user_id FROM visitor_users ORDER BY visitor_id")
     assert people == [("v-10", "u-9"), ("v-9", "u-9")]
+    # Every analytics route reads people from this view: u-10's identify on v-9 counts for u-9 too.
+    assert query(app, "SELECT DISTINCT person_id FROM events_people") == [("u-9",)]
     rows = query(app, "SELECT name, visitor_id, user_id, metadata FROM events ORDER BY user_id, visitor_id")
     assert rows == [
         ("identify", "v-9", "u-10", '{"traits":{"plan":"gold"}}'),

@@ -53,11 +53,15 @@ def test_people_views_work_on_an_empty_lake(lake):
     assert engine.cursor().execute("SELECT count(*) FROM orders_people").fetchall() == [(0,)]
 
 
-def test_a_shared_device_counts_each_login_as_its_user_and_anonymous_events_as_the_first(lake):
+def test_a_shared_device_counts_as_its_first_user_even_for_a_second_login(lake):
     ingest, engine = lake
     journeys_for(ingest, {
         "kiosk": [{"name": "page_view"}, {"name": "identify", "userId": "ada"},
                   {"name": "page_view", "userId": "bob"}, {"name": "scroll"}],
+        "bobs-phone": [{"name": "page_view", "userId": "bob"}],
     })  # fmt: skip
-    rows = engine.cursor().execute("SELECT name, person_id FROM events_people ORDER BY ts").fetchall()
-    assert rows == [("page_view", "ada"), ("identify", "ada"), ("page_view", "bob"), ("scroll", "ada")]
+    rows = engine.cursor().execute("SELECT visitor_id, name, person_id FROM events_people ORDER BY ts, visitor_id").fetchall()
+    assert rows == [
+        ("bobs-phone", "page_view", "bob"), ("kiosk", "page_view", "ada"), ("kiosk", "identify", "ada"),
+        ("kiosk", "page_view", "ada"), ("kiosk", "scroll", "ada"),
+    ]  # fmt: skip

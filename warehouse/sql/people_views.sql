@@ -12,12 +12,12 @@ FROM (
 GROUP BY site_id, visitor_id;
 
 CREATE OR REPLACE VIEW events_people AS
-SELECT e.*, coalesce(nullif(e.user_id, ''), l.user_id, e.visitor_id) AS person_id
+SELECT e.*, coalesce(l.user_id, nullif(e.user_id, ''), e.visitor_id) AS person_id
 FROM events AS e
 LEFT JOIN visitor_users AS l ON l.site_id = e.site_id AND l.visitor_id = e.visitor_id;
 
 CREATE OR REPLACE VIEW orders_people AS
-SELECT o.*, coalesce(nullif(o.user_id, ''), l.user_id, o.visitor_id) AS person_id
+SELECT o.*, coalesce(l.user_id, nullif(o.user_id, ''), o.visitor_id) AS person_id
 FROM orders AS o
 LEFT JOIN visitor_users AS l ON l.site_id = o.site_id AND l.visitor_id = o.visitor_id;
 
