@@ -8,7 +8,9 @@ import pycountry
 # ISO gives no minor unit ("N.A." in its table), which no shop prices in: precious metals (XAU, XAG,
 # XPD, XPT), units of account (XDR, XSU, XUA, the bond-market XBA-XBD), testing (XTS) and "no
 # currency" (XXX). Their amounts would have no decimals to show.
-NOT_MONEY = frozenset({"XAG", "XAU", "XPD", "XPT", "XDR", "XSU", "XUA", "XBA", "XBB", "XBC", "XBD", "XTS", "XXX"})
+NOT_MONEY = frozenset(
+    {"XAG", "XAU", "XPD", "XPT", "XDR", "XSU", "XUA", "XBA", "XBB", "XBC", "XBD", "XTS", "XXX"}
+)
 ISO4217_CODES: frozenset[str] = frozenset(c.alpha_3 for c in pycountry.currencies) - NOT_MONEY
 
 DEFAULT_CURRENCY = "EUR"

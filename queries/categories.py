@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from queries import library
-from queries.money import MoneyTotal, format_amount, money_total
+from queries.money import MoneyTotal, format_amount, money_total, per_unit
 from queries.ranges import LocalDays
 from warehouse.catalog.product_identity import product_id_for
 from warehouse.engine import Engine
@@ -228,10 +228,9 @@ def rate(part: int, whole: int) -> float:
 
 def currency_revenue(currency: str, revenue: Decimal, orders: int) -> CurrencyRevenue:
     """One currency's sales: the amount and the average per order, both in that currency's minor units."""
-    average = revenue / orders if orders else Decimal(0)
     return CurrencyRevenue(
         currency=currency, revenue=format_amount(revenue, currency), orders=orders,
-        avg_order_value=format_amount(average, currency),
+        avg_order_value=per_unit(revenue, orders, currency),
     )  # fmt: skip
 
 

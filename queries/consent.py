@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime, time, timedelta
-from decimal import Decimal
 from typing import Any, Literal
 
 import duckdb
@@ -24,7 +23,7 @@ from pydantic.alias_generators import to_camel
 from ingest.consent import CATEGORIES
 from queries import library
 from queries.cohort import add_periods, bucket_start
-from queries.money import MoneyTotal, format_amount, money_total
+from queries.money import MoneyTotal, format_amount, money_total, per_unit
 from queries.ranges import LocalDays
 from warehouse.engine import Engine
 
@@ -331,7 +330,7 @@ def _revenue_rows(rows: list[dict[str, Any]]) -> list[CurrencyRevenue]:
             currency=r["currency"],
             revenue=format_amount(r["revenue"], r["currency"]),
             orders=r["orders"],
-            avg_order_value=format_amount(Decimal(r["revenue"]) / r["orders"], r["currency"]),
+            avg_order_value=per_unit(r["revenue"], r["orders"], r["currency"]),
         )  # fmt: skip
         for r in rows
     ]

@@ -4,7 +4,7 @@ never summed across currencies; a formatted amount shows exactly its currency's 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import ROUND_HALF_EVEN, Context, Decimal
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -25,14 +25,25 @@ def minor_units(currency: str) -> int:
     return _EXPONENTS.get(currency, 2)
 
 
+# Read-path arithmetic, wide enough for any sum the lake can give (DuckDB sums decimal(24, 6) as
+# decimal(38, 6)): the default context keeps 28 digits, rounds sums past them and refuses to
+# quantize them (a 2,000-line order at the amount limits reaches ~2e26).
+MONEY_CONTEXT = Context(prec=60, rounding=ROUND_HALF_EVEN)
+
+
 def quantize(amount: Decimal | int | str, currency: str) -> Decimal:
     """The amount rounded (half to even, as banks do) to the currency's minor unit."""
-    return Decimal(amount).quantize(Decimal(1).scaleb(-minor_units(currency)), rounding=ROUND_HALF_EVEN)
+    return MONEY_CONTEXT.quantize(Decimal(amount), Decimal(1).scaleb(-minor_units(currency)))
 
 
 def format_amount(amount: Decimal | int | str, currency: str) -> str:
     """``1234.5 EUR`` → ``"1234.50"``, ``1234.5 JPY`` → ``"1234"``, ``1.5 KWD`` → ``"1.500"``."""
     return f"{quantize(amount, currency):f}"
+
+
+def per_unit(amount: Decimal | int | str, count: int, currency: str) -> str:
+    """An amount divided by a count, formatted in the currency's minor units (zero when no count)."""
+    return format_amount(MONEY_CONTEXT.divide(Decimal(amount), count) if count else Decimal(0), currency)
 
 
 class MoneyTotal(BaseModel):
@@ -50,7 +61,7 @@ def money_total(rows: Iterable[tuple[str, Decimal]]) -> MoneyTotal:
     """The total of ``(currency, amount)`` rows, if one exists (never across currencies)."""
     by_currency: dict[str, Decimal] = {}
     for currency, amount in rows:
-        by_currency[currency] = by_currency.get(currency, Decimal(0)) + Decimal(amount)
+        by_currency[currency] = MONEY_CONTEXT.add(by_currency.get(currency, Decimal(0)), Decimal(amount))
     if len(by_currency) == 1:
         ((currency, amount),) = by_currency.items()
         return MoneyTotal(amount=format_amount(amount, currency), currency=currency, mixed=False)

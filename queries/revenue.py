@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from queries import library
-from queries.money import MoneyTotal, format_amount, money_total
+from queries.money import MoneyTotal, format_amount, money_total, per_unit
 from queries.ranges import LocalDays
 from warehouse.engine import Engine
 
@@ -101,11 +101,6 @@ class IdentityConversionMetrics(_Camel):
 def rate(part: int | float, whole: int | float) -> float:
     """part / whole rounded to 6 decimals; 0 when there is no whole."""
     return round(part / whole, 6) if whole else 0.0
-
-
-def per_unit(amount: Decimal, count: int, currency: str) -> str:
-    """An amount divided by a count, formatted in the currency's minor units ("0" units when no count)."""
-    return format_amount(amount / count if count else Decimal(0), currency)
 
 
 def card_total(rows: list[tuple[str, Decimal]], fallback_currency: str) -> MoneyTotal:

@@ -4,6 +4,8 @@ removed v1 routes and tenancy."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from tests.factories import Session
@@ -401,3 +403,36 @@ def test_another_organisation_gets_403_and_writing_a_feed_needs_sites_write(app,
     assert analyst.get(f"/analytics/product/{site['id']}/catalog").status_code == 200
     refused = post_feed(analyst, site, "code\nA", "text/csv")
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "PERMISSION_DENIED"
+
+
+def test_an_order_at_every_amount_limit_reads_back_exactly(app, owner):
+    # 2,000 lines (the limit) of 10^6 units (the limit) at just under 10^17: 2e29 of line revenue,
+    # past the 28 digits Python's default decimal context keeps.
+    site = owner.make_site(timezone="UTC")
+    price = "99999999999999999"
+    lines = [("BIG", 1_000_000, price, {"categoryPath": "Big"})] * 2000
+    now = datetime.now(UTC) - timedelta(minutes=1)
+    body = {
+        **order("big-1", "v1", "s1", "09:00:00", "EUR", lines),
+        "total": price,
+        "timestamp": now.isoformat(),
+    }
+    assert owner.post("/analytics/track/order", json={"siteId": site["id"], **body}).status_code == 201
+    app.state.ingest.flush()
+    revenue = "199999999999999998000000000.00"
+    today = now.date().isoformat()
+    top = owner.get(f"/analytics/product/{site['id']}/top", params={"startDate": today, "endDate": today})
+    assert top.status_code == 200, top.text
+    assert [(p["revenue"], p["units"]) for p in top.json()["products"]] == [(revenue, 2_000_000_000)]
+    one = owner.get(f"/analytics/product/{site['id']}/overview",
+                    params={"startDate": today, "endDate": today, "productId": pid(site, "BIG")})  # fmt: skip
+    assert one.status_code == 200, one.text
+    assert revenue in one.text
+    for path in ("top", "overview", "all", "conversion", "trends"):
+        response = owner.get(f"/analytics/category/{site['id']}/{path}", params={"days": 30})
+        assert response.status_code == 200, (path, response.text)
+    overview = owner.get(f"/analytics/category/{site['id']}/overview", params={"categoryPath": "Big"}).json()
+    assert overview["revenueByCurrency"] == [
+        {"currency": "EUR", "revenue": revenue, "orders": 1, "avgOrderValue": revenue}
+    ]
+    assert overview["revenue"] == {"amount": revenue, "currency": "EUR", "mixed": False}

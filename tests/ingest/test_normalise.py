@@ -151,7 +151,8 @@ def test_event_currency_resolution(fields, site_currency, expected):
 @pytest.mark.parametrize("code", ["EURO", "XYZ", "us", "", "€"])
 def test_event_currency_must_be_iso4217(code):
     assert rejection(event(currency=code)) == (
-        "CURRENCY_NOT_ISO4217", f"'{code}' is not an ISO-4217 currency code (three letters, such as EUR or GBP)"
+        "CURRENCY_NOT_ISO4217",
+        f"'{code}' is not an ISO-4217 currency code (three letters, such as EUR or GBP)",
     )
 
 

@@ -285,4 +285,7 @@ def test_blank_parts_of_a_stored_path_are_dropped(lake):
         (KITCHEN, 1, 1), ("Home", 1, 0), ("unknown", 1, 0),
     ]  # fmt: skip
     steps = dump(category_paths(engine, query(), limit=10))
-    assert [(r["fromPath"], r["toPath"]) for r in steps["transitions"]] == [("Home", "unknown"), (KITCHEN, "Home")]
+    assert [(r["fromPath"], r["toPath"]) for r in steps["transitions"]] == [
+        ("Home", "unknown"),
+        (KITCHEN, "Home"),
+    ]

@@ -165,7 +165,9 @@ def test_a_purchase_event_naming_another_persons_order_does_not_move_that_order(
                  "metadata": {"orderId": "o-1"}}],
     })  # fmt: skip
     journeys = {j["journeyId"]: j for j in listed(engine)}
-    assert journeys["j-ann"]["converted"] and journeys["j-ann"]["revenue"] == [{"currency": "EUR", "amount": "30.00"}]
+    assert journeys["j-ann"]["converted"] and journeys["j-ann"]["revenue"] == [
+        {"currency": "EUR", "amount": "30.00"}
+    ]
     assert journeys["j-bob"]["revenue"] == [] and journeys["j-bob"]["visitorId"] == "bob"
     assert journeys["j-bob"]["startedAt"] == "2024-01-10T09:00:00Z"
     ann = get_journey(engine, site_id=SITE, journey_id="j-ann").model_dump(by_alias=True, mode="json")

@@ -60,7 +60,11 @@ def test_a_shared_device_counts_as_its_first_user_even_for_a_second_login(lake):
                   {"name": "page_view", "userId": "bob"}, {"name": "scroll"}],
         "bobs-phone": [{"name": "page_view", "userId": "bob"}],
     })  # fmt: skip
-    rows = engine.cursor().execute("SELECT visitor_id, name, person_id FROM events_people ORDER BY ts, visitor_id").fetchall()
+    rows = (
+        engine.cursor()
+        .execute("SELECT visitor_id, name, person_id FROM events_people ORDER BY ts, visitor_id")
+        .fetchall()
+    )
     assert rows == [
         ("bobs-phone", "page_view", "bob"), ("kiosk", "page_view", "ada"), ("kiosk", "identify", "ada"),
         ("kiosk", "page_view", "ada"), ("kiosk", "scroll", "ada"),
