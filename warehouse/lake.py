@@ -195,7 +195,8 @@ class Lake:
             mark = ""
         return self._changes, mark
 
-    def _changed(self) -> None:
+    def announce_change(self) -> None:
+        """Tell every process's readers that the visible file set changed."""
         self._changes += 1
         self.root.mkdir(parents=True, exist_ok=True)
         temp = self.root / f".{GENERATION_MARK}-{uuid.uuid4().hex}"
@@ -255,7 +256,7 @@ class Lake:
             file for partition in self.partitions(table) for file in partition.resolve().glob("*.parquet")
         )
 
-    def point(self, partition: Path, version: Path) -> None:
+    def point(self, partition: Path, version: Path, *, announce: bool = True) -> None:
         """Make ``partition`` show ``version``'s files, atomically (rename of a symlink)."""
         partition.parent.mkdir(parents=True, exist_ok=True)
         # Made outside the table tree, so no glob ever sees the partition twice.
@@ -265,21 +266,31 @@ class Lake:
         temp.symlink_to(os.path.relpath(version, partition.parent))
         os.replace(temp, partition)
         fsync_path(partition.parent)
-        self._changed()
+        if announce:
+            self.announce_change()
 
     def ensure_partition(self, table: LakeTable, *, site_id: str, date: str) -> Path:
         partition = self.partition_dir(table, site_id=site_id, date=date)
         if not partition.exists():
-            self.point(partition, self.new_version(table, partition))
+            # Empty, it changes nothing readers see: its first file is announced.
+            self.point(partition, self.new_version(table, partition), announce=False)
         return partition
 
     def live_versions(self, table: LakeTable) -> set[Path]:
         return {p.resolve() for p in self.partitions(table)}
 
     def write_file(
-        self, table: LakeTable, data: pa.Table, *, site_id: str, date: str, name: str | None = None
+        self,
+        table: LakeTable,
+        data: pa.Table,
+        *,
+        site_id: str,
+        date: str,
+        name: str | None = None,
+        announce: bool = True,
     ) -> Path:
-        """Write one complete Parquet file into a partition, atomically."""
+        """Write one complete Parquet file into a partition, atomically; ``announce=False`` leaves
+        telling readers (``announce_change``) to the caller, once for many files."""
         directory = self.ensure_partition(table, site_id=site_id, date=date)
         final = directory / f"{name or uuid.uuid4().hex}.parquet"
         temp = directory / f".{final.name}.tmp"
@@ -287,26 +298,37 @@ class Lake:
         fsync_path(temp)
         os.replace(temp, final)
         fsync_path(directory.resolve())
-        self._changed()
+        if announce:
+            self.announce_change()
         return final
 
     def write_partitioned(self, table: LakeTable, wire: pa.Table, *, name: str) -> list[Path]:
-        """Split rows read from the durable log by (site, date) and write one file per partition."""
+        """Split rows read from the durable log by (site, date) and write one file per partition,
+        the newest dates first: a backfill over hundreds of dates (a few ms each) does not hold back
+        the live events flushed with it, which readers see as soon as their partition is written."""
         sites, dates = pc.unique(wire["site_id"]), pc.unique(wire["date"])
         if len(sites) == 1 and len(dates) == 1:
-            # The usual flush: one site's events of today, written without a filtered copy.
-            parts = [(sites[0].as_py(), dates[0].as_py(), wire)]
-        else:
-            keys = pc.unique(pc.binary_join_element_wise(wire["site_id"], wire["date"], "/")).to_pylist()
-            parts = []
-            for key in keys:
-                site_id, date = key.split("/")
-                mask = pc.and_(pc.equal(wire["site_id"], site_id), pc.equal(wire["date"], date))
-                parts.append((site_id, date, wire.filter(mask)))
-        return [
-            self.write_file(table, table.conform(part), site_id=site_id, date=date, name=name)
-            for site_id, date, part in parts
-        ]
+            # The usual flush: one site's events of today, written without a sorted copy.
+            return [
+                self.write_file(
+                    table, table.conform(wire), site_id=sites[0].as_py(), date=dates[0].as_py(), name=name
+                )
+            ]
+        ordered = wire.sort_by([("date", "descending"), ("site_id", "ascending")])
+        keys = pc.binary_join_element_wise(ordered["site_id"], ordered["date"], "/")
+        runs = pc.run_end_encode(keys.combine_chunks())
+        written, start = [], 0
+        for end, key in zip(runs.run_ends.to_pylist(), runs.values.to_pylist(), strict=True):
+            site_id, date = key.split("/")
+            rows = table.conform(ordered.slice(start, end - start))
+            written.append(
+                self.write_file(table, rows, site_id=site_id, date=date, name=name, announce=False)
+            )
+            if start == 0:
+                self.announce_change()
+            start = end
+        self.announce_change()
+        return written
 
 
 def fsync_path(path: Path) -> None:

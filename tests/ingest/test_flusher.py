@@ -192,6 +192,32 @@ def test_partitions_by_site_and_utc_date(data_dir, services):
     }
 
 
+def test_a_flush_over_many_dates_writes_the_newest_first_and_tells_readers_at_once(data_dir, services):
+    service = open_ingest(services, data_dir)
+    lake = service.lake
+    # A backfill's old dates and a live event, flushed together.
+    events = [event(f"old{day}", timestamp=f"2011-03-{day:02d}T12:00:00Z") for day in range(1, 6)]
+    service.accept_events_sync([*events, event("live", timestamp="2011-04-01T12:00:00Z")], ctx(SITE_A))
+    seen: list[tuple[str, bool]] = []
+    announce = lake.announce_change
+    lake.announce_change = lambda: (seen.append(("announce", False)), announce())[1]
+    write_file = lake.write_file
+
+    def recording_write_file(table, data, **kwargs):
+        seen.append((kwargs["date"], kwargs["announce"]))
+        return write_file(table, data, **kwargs)
+
+    lake.write_file = recording_write_file
+    assert service.flush() == 6
+    assert seen == [
+        ("2011-04-01", False), ("announce", False),
+        ("2011-03-05", False), ("2011-03-04", False), ("2011-03-03", False), ("2011-03-02", False),
+        ("2011-03-01", False), ("announce", False),
+    ]  # fmt: skip
+    stored = pq.read_table([str(f) for f in lake.files(EVENTS)])["event_id"].to_pylist()
+    assert sorted(stored) == ["live", "old1", "old2", "old3", "old4", "old5"]
+
+
 def test_written_files_have_the_lake_schemas_and_exact_values(data_dir, services):
     service = open_ingest(services, data_dir)
     service.accept_events_sync(
