@@ -47,6 +47,47 @@ def spawn(data_dir: Path, interval_seconds: float) -> subprocess.Popen:
     )
 
 
+class SupervisedProcess:
+    """The events flusher process, respawned when it dies (a crash, the OOM killer, a ``kill -9``):
+    while it is away the log keeps every event but none reaches the lake."""
+
+    def __init__(self, data_dir: Path, interval_seconds: float, *, watch_seconds: float = 1.0) -> None:
+        self.data_dir = data_dir
+        self.interval_seconds = interval_seconds
+        self.watch_seconds = watch_seconds
+        self.process: subprocess.Popen | None = None
+        self.respawns = 0
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.process = spawn(self.data_dir, self.interval_seconds)
+        self._watcher = threading.Thread(target=self._watch, name="events-flusher-watch", daemon=True)
+        self._watcher.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.watch_seconds):
+            code = self.process.poll()
+            if code is not None and not self._stop.is_set():
+                log.warning("events_flusher_lost", exit_code=code, pid=self.process.pid, respawning=True)
+                self.process = spawn(self.data_dir, self.interval_seconds)
+                self.respawns += 1
+
+    def status(self) -> str:
+        """For the health check: raises while the process is away."""
+        if self.process is None or self.process.poll() is not None:
+            raise RuntimeError("the events flusher process is not running (accepted events wait in the log)")
+        return f"pid {self.process.pid}, respawns: {self.respawns}"
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join()
+        if self.process is not None:
+            self.process.terminate()  # it finishes the flush under way
+            self.process.wait(timeout=120)
+
+
 def events_flusher(data_dir: Path, interval_seconds: float) -> Flusher:
     """The server flushed what its log held before it started this process, so every line beyond
     the checkpoint is one whose keys the server claimed when it accepted them. Keys are checked

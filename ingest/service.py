@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -163,7 +162,7 @@ class Ingest:
         # One process flushes in the background per data directory: the server of a file log, the
         # `aisle flush` of a Redis log.
         self._lock_handle = _lock_data_dir(data_dir) if stream_url is None or flush_in_background else None
-        self._events_process: subprocess.Popen | None = None
+        self._events_process: flusher_process.SupervisedProcess | None = None
         self.lake = Lake(data_dir / "lake")
         if stream_url is None:
             self.logs = {name: DurableLog(data_dir / "log" / name) for name in TABLES}
@@ -219,13 +218,15 @@ class Ingest:
             if not (self.events_flusher_process and flusher.table is EVENTS):
                 flusher.start()
         if self.events_flusher_process:
-            self._events_process = flusher_process.spawn(self.data_dir, self.flush_interval_seconds)
+            self._events_process = flusher_process.SupervisedProcess(
+                self.data_dir, self.flush_interval_seconds
+            )
+            self._events_process.start()
         self._started = True
 
     def stop(self) -> None:
         if self._events_process is not None:
-            self._events_process.terminate()  # it finishes the flush under way
-            self._events_process.wait(timeout=120)
+            self._events_process.stop()
             self._events_process = None
         for flusher in self.flushers.values():
             if self._started:
@@ -238,6 +239,14 @@ class Ingest:
         self._started = False
         if self._lock_handle is not None and not self._lock_handle.closed:
             self._lock_handle.close()
+
+    @property
+    def has_flusher_process(self) -> bool:
+        return self._events_process is not None
+
+    def flusher_status(self) -> str:
+        """The events flusher process, for the health check; raises while the process is away."""
+        return self._events_process.status()
 
     def backlog(self) -> str | None:
         """On a Redis log, what waits for `aisle flush` (health reports it; None on a file log)."""

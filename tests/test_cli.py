@@ -283,6 +283,7 @@ def test_serve_answers_health_and_logs_in_a_user_created_by_the_cli(tmp_path):
         assert health.status_code == 200
         assert health.json()["checks"]["configStore"]["ok"] is True
         assert health.json()["checks"]["dataDir"]["detail"] == str(data_dir.resolve())
+        assert health.json()["checks"]["eventsFlusher"]["detail"].endswith(", respawns: 0")
 
         # Created while the server runs, in the same data dir (the SQLite file is shared).
         created = create_user(data_dir, "operator@example.com", "--platform-admin")

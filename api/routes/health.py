@@ -1,4 +1,5 @@
-"""Liveness and readiness: config store, data directory and (when configured) Redis and the Redis log."""
+"""Liveness and readiness: config store, data directory, the events flusher process and (when configured)
+Redis and the Redis log."""
 
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ def health(request: Request) -> JSONResponse:
     checks = {"configStore": _check(store_check), "dataDir": _check(data_dir_check)}
     if state.settings.redis_url:
         checks["redis"] = _check(state.hot.ping)
+    if state.ingest.has_flusher_process:
+        checks["eventsFlusher"] = _check(state.ingest.flusher_status)
     if state.settings.stream_url:
         # Informative: a server accepts and answers while `aisle flush` is away; the lake lags.
         checks["durableLog"] = _check(state.ingest.backlog)

@@ -54,7 +54,8 @@ def test_openapi_documents_the_error_envelope(client):
 def test_health_reports_each_check(client):
     body = client.get("/health").json()
     assert body["status"] == "ok"
-    assert set(body["checks"]) == {"configStore", "dataDir"}
+    assert set(body["checks"]) == {"configStore", "dataDir", "eventsFlusher"}
+    assert body["checks"]["eventsFlusher"]["detail"].endswith(", respawns: 0")
     newest = max(path.name.split("_", 1)[0] for path in (MIGRATIONS_DIR / "versions").glob("0*.py"))
     assert body["checks"]["configStore"]["detail"] == f"schema {newest}"
 

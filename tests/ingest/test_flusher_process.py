@@ -63,10 +63,35 @@ def ingest(tmp_path: Path) -> Iterator[Ingest]:
 
 
 def test_the_process_flushes_accepted_events_and_the_server_thread_does_not(ingest, tmp_path):
-    assert ingest._events_process.poll() is None
+    assert ingest._events_process.process.poll() is None
     assert ingest.flushers[EVENTS.name]._thread is None
     ingest.accept_events_sync([event("e-1"), event("e-2")], ctx())
     assert wait_for(lambda: stored_ids(tmp_path) == ["e-1", "e-2"])
+
+
+def test_a_killed_flusher_process_is_respawned_and_flushes_what_waited(ingest, tmp_path):
+    supervised = ingest._events_process
+    first = supervised.process
+    assert ingest.flusher_status() == f"pid {first.pid}, respawns: 0"
+    first.kill()
+    first.wait()
+    ingest.accept_events_sync([event("e-1")], ctx())
+    assert wait_for(lambda: stored_ids(tmp_path) == ["e-1"])
+    assert supervised.respawns == 1 and supervised.process.pid != first.pid
+    assert ingest.flusher_status() == f"pid {supervised.process.pid}, respawns: 1"
+
+
+def test_the_health_check_fails_while_the_flusher_process_is_away(tmp_path):
+    service = Ingest(data_dir=tmp_path, flush_interval_seconds=3600, events_flusher_process=True)
+    service.start()
+    supervised = service._events_process
+    supervised._stop.set()  # the watcher stands still, as between a death and its respawn
+    supervised._watcher.join()
+    supervised.process.kill()
+    supervised.process.wait()
+    with pytest.raises(RuntimeError, match="events flusher process is not running"):
+        service.flusher_status()
+    service.stop()
 
 
 def test_server_flushes_and_process_flushes_store_each_event_once(ingest, tmp_path):
@@ -81,7 +106,7 @@ def test_server_flushes_and_process_flushes_store_each_event_once(ingest, tmp_pa
 def test_stop_ends_the_process_and_flushes_the_rest(tmp_path):
     service = Ingest(data_dir=tmp_path, flush_interval_seconds=3600, events_flusher_process=True)
     service.start()
-    child = service._events_process
+    child = service._events_process.process
     service.accept_events_sync([event("e-1")], ctx())
     service.stop()
     assert child.poll() is not None
