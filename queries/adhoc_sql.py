@@ -86,7 +86,7 @@ def _literal(text: str) -> str:
 
 def _site_files(lake: Lake, table: LakeTable, site_id: str) -> list[str]:
     # Real paths, as the engine's views use: compaction may swap the partition symlink meanwhile.
-    return [str(p.resolve()) for p in lake.files(table, site_id=site_id)]
+    return [str(p) for p in lake.live_files(table, site_id=site_id)]
 
 
 def _define_source(conn: duckdb.DuckDBPyConnection, table: LakeTable, files: list[str], site_id: str) -> None:

@@ -236,8 +236,9 @@ class Lake:
             keys = pq.read_table(path, columns=[table.key])[table.key].to_pylist()
             yield self.site_of(path), keys, path.stat().st_mtime
 
-    def partitions(self, table: LakeTable) -> list[Path]:
-        return sorted(p for p in self.table_dir(table).glob("*/date=*") if p.is_dir())
+    def partitions(self, table: LakeTable, *, site_id: str | None = None) -> list[Path]:
+        pattern = f"site_id={site_id}/date=*" if site_id else "*/date=*"
+        return sorted(p for p in self.table_dir(table).glob(pattern) if p.is_dir())
 
     def new_version(self, table: LakeTable, partition: Path) -> Path:
         # The version keeps the partition's key=value names, so its files still carry the Hive keys.
@@ -245,7 +246,7 @@ class Lake:
         version.mkdir(parents=True)
         return version
 
-    def live_files(self, table: LakeTable) -> list[Path]:
+    def live_files(self, table: LakeTable, *, site_id: str | None = None) -> list[Path]:
         """The current files with their real paths (inside version directories). Queries bound to
         this list keep reading the same files even if compaction swaps a partition meanwhile.
 
@@ -253,7 +254,9 @@ class Lake:
         through the link and resolving afterwards could pair a swapped-in version with the names of
         the files it replaced."""
         return sorted(
-            file for partition in self.partitions(table) for file in partition.resolve().glob("*.parquet")
+            file
+            for partition in self.partitions(table, site_id=site_id)
+            for file in partition.resolve().glob("*.parquet")
         )
 
     def point(self, partition: Path, version: Path, *, announce: bool = True) -> None:

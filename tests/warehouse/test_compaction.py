@@ -65,7 +65,8 @@ def test_compaction_merges_small_files_into_one_and_keeps_every_row(ingest):
     assert sorted(i for (i,) in ids) == sorted(f"e{i}" for i in range(total))
 
 
-def test_files_listed_while_a_compaction_swaps_the_partition_all_exist(ingest, monkeypatch):
+@pytest.mark.parametrize("site_id", [None, SITE])  # the engine's listing; one site's, as ad-hoc SQL's
+def test_files_listed_while_a_compaction_swaps_the_partition_all_exist(ingest, monkeypatch, site_id):
     """The engine lists a query's files while compaction may swap partitions (found by a black-box
     run: a query named a file of the old version inside the new one)."""
     flush_in_files(ingest, files=3, per_file=10)
@@ -79,7 +80,7 @@ def test_files_listed_while_a_compaction_swaps_the_partition_all_exist(ingest, m
         return real_resolve(self, *args, **kwargs)
 
     monkeypatch.setattr(Path, "resolve", resolve_after_a_swap)
-    files = ingest.lake.live_files(EVENTS)
+    files = ingest.lake.live_files(EVENTS, site_id=site_id)
     monkeypatch.undo()
     assert swapped and files and all(f.exists() for f in files)
     assert duckdb.sql(f"SELECT count(*) FROM read_parquet({[str(f) for f in files]})").fetchall() == [(30,)]
