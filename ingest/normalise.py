@@ -429,6 +429,14 @@ def order_row(raw: Any, ctx: Context) -> dict[str, Any]:
         }
         for i, item in enumerate(order.items)
     ]
+    for i, item in enumerate(order.items):  # amounts checked above: each is finite
+        if not order.is_refund and (item.quantity < 0 or item.price < 0):
+            # Lines are product revenue: a negative one would take it from the product quietly.
+            raise Rejected(
+                "INVALID_ORDER",
+                f"items.{i} is negative: a sale's lines need a quantity and price of zero or more "
+                "(a refund or cancellation needs isRefund true)",
+            )
     return {
         "order_id": order.order_id,
         "ts": micros(moment),

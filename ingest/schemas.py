@@ -190,8 +190,10 @@ class OrderItemIn(_Wire):
     product_item_code: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
     product_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
     # Strict: lax pydantic also reads "2" and true as quantities.
-    quantity: StrictInt = Field(ge=-1_000_000, le=1_000_000)
-    price: Amount = Field(description="Unit price, in the order currency.")
+    quantity: StrictInt = Field(
+        ge=-1_000_000, le=1_000_000, description="Units; zero or more on a sale, either sign on a refund."
+    )
+    price: Amount = Field(description="Unit price, in the order currency; zero or more on a sale.")
     name: str | None = Field(default=None, max_length=500)
     category_path: str | None = Field(default=None, max_length=MAX_CATEGORY_PATH_LENGTH)
 

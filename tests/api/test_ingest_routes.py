@@ -414,8 +414,16 @@ def test_an_invalid_order_stores_nothing_and_does_not_claim_its_id(client, app, 
     negative = post_order(client, shop, order(total="-39.98"))
     assert (negative.status_code, error_code(negative)) == (400, "INVALID_ORDER")
     assert "isRefund" in negative.json()["error"]["message"]
+    good = {"productItemCode": "SKU-1", "quantity": 2, "price": "19.99"}
+    for line in ({"quantity": -1}, {"price": "-5"}):
+        taken_back = post_order(
+            client, shop, order(items=[good, {**good, "productItemCode": "SKU-2", **line}])
+        )
+        assert (taken_back.status_code, error_code(taken_back)) == (400, "INVALID_ORDER")
+        assert taken_back.json()["error"]["message"].startswith("items.1 is negative: a sale's lines need")
     assert post_order(client, shop, order()).status_code == 201
-    refund = post_order(client, shop, order("o-1-r", total="-39.98", isRefund=True, refundOf="o-1"))
+    refund = post_order(client, shop, order("o-1-r", total="-39.98", isRefund=True, refundOf="o-1",
+                                            items=[{**good, "quantity": -2}]))  # fmt: skip
     assert refund.status_code == 201, refund.text
     app.state.ingest.flush()
     assert query(app, "SELECT order_id, is_refund FROM orders ORDER BY order_id") == [

@@ -435,7 +435,7 @@ def test_order_row_is_exact():
                 "name": "Sock",
                 "categoryPath": "Socks",
             },
-            {"productId": "p-2", "quantity": -1, "price": 0.01},
+            {"productId": "p-2", "quantity": 1, "price": 0.01},
         ],
         consent={"marketing": True},
     )
@@ -466,7 +466,7 @@ def test_order_row_is_exact():
             {
                 "product_item_code": None,
                 "product_id": "p-2",
-                "quantity": -1,
+                "quantity": 1,
                 "price": "0.010000",
                 "name": None,
                 "category_path": None,
@@ -512,6 +512,8 @@ def test_order_currency_resolution(currency, site_currency, expected):
         (order(items=[{"quantity": 1, "price": "1"}]), "INVALID_ORDER"),
         (order(items=[{"productItemCode": "", "quantity": 1, "price": "1"}]), "INVALID_ORDER"),
         (order(items=[]), "INVALID_ORDER"),
+        (order(items=[{"productId": "p", "quantity": -1, "price": "1"}]), "INVALID_ORDER"),
+        (order(items=[{"productId": "p", "quantity": 1, "price": "-1"}]), "INVALID_ORDER"),
         (order(orderId=""), "INVALID_ORDER"),
         (order(total=None), "INVALID_ORDER"),
         (order(timestamp="2011-01-01T00:00:00Z"), "TIMESTAMP_TOO_OLD"),
