@@ -21,6 +21,16 @@ end
 
 local names = {"page_view", "product_view", "category_view", "add_to_cart", "search_query"}
 
+-- A paced run (AISLE_BENCH_PAUSE_MS set): each connection waits that long after an answer before
+-- its next request, so the rate is about connections / (pause + latency), below the ceiling.
+-- Defined only then: wrk schedules every request through a timer once a script has `delay`.
+local pause_ms = tonumber(os.getenv("AISLE_BENCH_PAUSE_MS") or "")
+if pause_ms then
+  function delay()
+    return pause_ms
+  end
+end
+
 function request()
   counter = counter + 1
   local parts = {}

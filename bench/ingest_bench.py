@@ -2,6 +2,11 @@
 endpoint measured in the same run.
 
     .venv/bin/python bench/ingest_bench.py [--seconds 20] [--connections 16] [--repeat 1] [--log file]
+        [--paced-rate 80000]
+
+Each run sends as fast as the server answers (a closed loop: latency there is queueing at the
+ceiling). `--paced-rate` adds a run of Aisle at about that many events/s (each connection pausing
+between requests; the pause is found by short runs first), where the p99 target applies.
 
 Needs `wrk` (Debian package `wrk`; installed with apt-get when missing). Prints one JSON document;
 copy the figures into bench/RESULTS.md.
@@ -118,13 +123,23 @@ def cpu_seconds(pid: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def run_wrk(wrk: str, base: str, path: str, *, seconds: int, connections: int, server_pid: int) -> dict:
+def run_wrk(
+    wrk: str,
+    base: str,
+    path: str,
+    *,
+    seconds: int,
+    connections: int,
+    server_pid: int,
+    pause_ms: int | None = None,
+) -> dict:
     # The server's CPU time per request is the figure that least depends on what else the machine
     # runs: throughput and latency also measure the competition for the two cores.
     cpu_before = cpu_seconds(server_pid)
+    env = {**os.environ, **({"AISLE_BENCH_PAUSE_MS": str(pause_ms)} if pause_ms is not None else {})}
     output = subprocess.run(
         [wrk, "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(LUA), base, "--", path],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, env=env,
     ).stdout  # fmt: skip
     cpu = cpu_seconds(server_pid) - cpu_before
     fields = dict(re.findall(r"(\w+)=(\d+)", output.split("RESULT", 1)[1]))
@@ -169,7 +184,9 @@ def count_stored(data_dir: Path) -> int:
     return duckdb.sql(f"SELECT count(*) FROM read_parquet('{glob}')").fetchall()[0][0]
 
 
-def bench_aisle(wrk: str, *, seconds: int, connections: int, log: str = "file") -> dict:
+def bench_aisle(
+    wrk: str, *, seconds: int, connections: int, log: str = "file", pause_ms: int | None = None
+) -> dict:
     """``log``: ``redis`` runs the server on a Redis log (a durable redis-server of its own, which
     holds the hot state too) with an `aisle flush` beside it, as a scaled-out install runs each API
     process; ``redis-split`` keeps the hot state on a second Redis that does not sync."""
@@ -198,7 +215,8 @@ def bench_aisle(wrk: str, *, seconds: int, connections: int, log: str = "file") 
         wait_healthy(f"http://127.0.0.1:{port}/api/v1/health")
         with PeakMemory(server.pid) as memory:
             result = run_wrk(wrk, f"http://127.0.0.1:{port}", f"/api/v1/public/sites/{site_key}/events/batch",
-                             seconds=seconds, connections=connections, server_pid=server.pid)  # fmt: skip
+                             seconds=seconds, connections=connections, server_pid=server.pid,
+                             pause_ms=pause_ms)  # fmt: skip
         result["peakRssMiB"] = round(memory.peak_kib / 1024, 1)
     finally:
         server.send_signal(signal.SIGTERM)
@@ -230,6 +248,22 @@ def measured_pairs(wrk: str, *, seconds: int, connections: int, repeat: int, log
     return pairs
 
 
+def paced(wrk: str, *, rate: int, seconds: int, connections: int, log: str) -> dict:
+    """Aisle at about ``rate`` events/s: the longest whole-millisecond pause whose short run still
+    reaches the rate (wrk pauses in whole milliseconds), then a measured run with it."""
+    cycle_ms = connections * EVENTS_PER_BATCH * 1000 / rate  # pause + latency per connection
+    pause = max(0, int(cycle_ms - 2))
+    tries = []
+    while True:
+        trial = bench_aisle(wrk, seconds=5, connections=connections, log=log, pause_ms=pause)
+        tries.append({"pauseMs": pause, "eventsPerSecond": trial["eventsPerSecond"]})
+        if trial["eventsPerSecond"] >= rate or pause == 0 or len(tries) == 5:
+            break
+        pause -= 1
+    result = bench_aisle(wrk, seconds=seconds, connections=connections, log=log, pause_ms=pause)
+    return {"targetEventsPerSecond": rate, "pauseMs": pause, "calibration": tries, **result}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -245,6 +279,9 @@ def main() -> None:
         "redis-server started for the run, and `aisle flush` beside the server; redis-split: the hot "
         "state on a second redis-server that does not sync).",
     )  # fmt: skip
+    parser.add_argument(
+        "--paced-rate", type=int, help="Also run Aisle paced at about this many events/s (latency at a rate)."
+    )
     args = parser.parse_args()
     wrk = ensure_wrk()
     pairs = measured_pairs(
@@ -264,6 +301,10 @@ def main() -> None:
             "aisleP99Ms": statistics.median(p["aisle"]["p99Ms"] for p in pairs),
             "ratio": statistics.median(p["ratio"] for p in pairs),
         }
+    if args.paced_rate:
+        report["paced"] = paced(
+            wrk, rate=args.paced_rate, seconds=args.seconds, connections=args.connections, log=args.log
+        )
     print(json.dumps(report, indent=2))
 
 
