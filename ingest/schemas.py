@@ -186,9 +186,18 @@ class TrackNestedDoc(TypedDict):
     event: EventIn
 
 
+def _trimmed(text: str | None) -> str | None:
+    return (text.strip() or None) if text is not None else None
+
+
 class OrderItemIn(_Wire):
-    product_item_code: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
-    product_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    # Trimmed, as event codes are: " 123 " and "123" are one product (one product id).
+    product_item_code: Annotated[str | None, AfterValidator(_trimmed)] = Field(
+        default=None, max_length=MAX_ID_LENGTH
+    )
+    product_id: Annotated[str | None, AfterValidator(_trimmed)] = Field(
+        default=None, max_length=MAX_ID_LENGTH
+    )
     # Strict: lax pydantic also reads "2" and true as quantities.
     quantity: StrictInt = Field(
         ge=-1_000_000, le=1_000_000, description="Units; zero or more on a sale, either sign on a refund."

@@ -4,7 +4,7 @@
 -- the currency of that event or order), category path, page and image. Events: metadata.name (or
 -- productName), .price, .categoryPath (or the event's category), .url (else the page of a
 -- product_view), .image (or imageUrl). Order lines (refunds apart): name, unit price, category path; a
--- line without productItemCode is named by its productId.
+-- line without productItemCode is named by its productId. Codes are trimmed, as product ids are.
 WITH product_events AS (
     -- The metadata is parsed once per event for all the paths.
     SELECT product_item_code, ts, received_at, currency, category_path, name, url,
@@ -15,7 +15,7 @@ WITH product_events AS (
         AND product_item_code IS NOT NULL
 ),
 observed AS (
-    SELECT product_item_code AS code, ts, received_at,
+    SELECT trim(product_item_code) AS code, ts, received_at,
         coalesce(m[1], m[2]) AS product_name,
         TRY_CAST(m[3] AS DECIMAL(24, 6)) AS price,
         currency,
@@ -24,7 +24,7 @@ observed AS (
         coalesce(m[6], m[7]) AS image
     FROM product_events
     UNION ALL
-    SELECT coalesce(nullif(item.product_item_code, ''), item.product_id) AS code, ts, received_at,
+    SELECT coalesce(nullif(trim(item.product_item_code), ''), trim(item.product_id)) AS code, ts, received_at,
         item.name AS product_name, item.price, currency, item.category_path, NULL AS page, NULL AS image
     FROM (
         SELECT ts, received_at, currency, unnest(items) AS item

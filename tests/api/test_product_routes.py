@@ -436,3 +436,27 @@ def test_an_order_at_every_amount_limit_reads_back_exactly(app, owner):
         {"currency": "EUR", "revenue": revenue, "orders": 1, "avgOrderValue": revenue}
     ]
     assert overview["revenue"] == {"amount": revenue, "currency": "EUR", "mixed": False}
+
+
+def test_order_line_codes_are_trimmed_like_event_codes(app, owner):
+    site = owner.make_site(timezone="UTC")
+    view = {"siteId": site["id"], "events": [event("product_view", "a", "sa", "09:00:00", "123")]}
+    assert owner.post("/analytics/track/batch", json=view).json()["rejected"] == []
+    lines = [(" 123 ", 1, "10.00"), ("\t123", 2, "10.00")]
+    assert (
+        owner.post(
+            "/analytics/track/order",
+            json={"siteId": site["id"], **order("o1", "b", "sb", "09:05:00", "EUR", lines)},
+        ).status_code
+        == 201
+    )
+    blank = order("o2", "b", "sb", "09:06:00", "EUR", [("   ", 1, "10.00")])
+    refused = owner.post("/analytics/track/order", json={"siteId": site["id"], **blank})
+    assert (refused.status_code, refused.json()["error"]["code"]) == (400, "INVALID_ORDER")
+    app.state.ingest.flush()
+    top = owner.get(f"/analytics/product/{site['id']}/top", params=DAY)
+    assert top.status_code == 200, top.text
+    assert [
+        (p["productItemCode"], p["productId"], p["units"], p["views"]) for p in top.json()["products"]
+    ] == [("123", pid(site, "123"), 3, 1)]
+    assert owner.get(f"/analytics/product/{site['id']}/catalog").status_code == 200

@@ -135,3 +135,24 @@ def test_search_paging_and_import_history(store):
         ]  # fmt: skip
         last, number, refused = products.import_history(conn, site_id=site["id"])
     assert (last["source"], last["file_name"], number, refused) == ("cli", "f.json", 2, 3)
+
+
+def test_a_code_stored_with_padding_is_the_same_product_as_its_trimmed_code(store):
+    # Lakes written before order-line codes were trimmed hold " 123 " beside "123": one product id.
+    with store.begin() as conn:
+        site = make_store_site(conn)
+        products.upsert_seen(
+            conn, site_id=site["id"], site_currency="EUR", seen=[SeenProduct(" 123 ", T1, T1)]
+        )
+        created = products.upsert_seen(
+            conn, site_id=site["id"], site_currency="EUR", seen=[SeenProduct("123", T2, T2, name="Mug")]
+        )
+    assert created == 0
+    with store.connect() as conn:
+        row = stored(conn, site["id"], "123")
+        assert products.counts(conn, site_id=site["id"])["products"] == 1
+    assert (row["product_id"], row["name"], row["last_seen_at"]) == (
+        str(product_id_for(site["id"], "123")),
+        "Mug",
+        T2,
+    )

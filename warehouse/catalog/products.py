@@ -69,17 +69,22 @@ def get(conn: Connection, *, site_id: str, product_id: str) -> dict[str, Any] | 
 
 
 def by_codes(conn: Connection, *, site_id: str, codes: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The stored products among ``codes``, by code."""
+    """The stored products among ``codes``, by code. Looked up by product id, which every spelling of
+    a code shares (`" 123 "` is `123`): a row stored under another spelling is that product's row."""
+    codes_of: dict[str, list[str]] = {}
+    for code in dict.fromkeys(codes):
+        codes_of.setdefault(str(product_id_for(site_id, code)), []).append(code)
+    wanted = builtins.list(codes_of)
     found: dict[str, dict[str, Any]] = {}
-    wanted = builtins.list(dict.fromkeys(codes))
     for start in range(0, len(wanted), CHUNK):
         rows = conn.execute(
             select(products).where(
-                products.c.site_id == site_id, products.c.product_item_code.in_(wanted[start : start + CHUNK])
+                products.c.site_id == site_id, products.c.product_id.in_(wanted[start : start + CHUNK])
             )
         )
         for row in rows:
-            found[row.product_item_code] = to_dict(row)
+            for code in codes_of[row.product_id]:
+                found[code] = to_dict(row)
     return found
 
 
