@@ -1,5 +1,5 @@
 -- Events and people per day of the range.
-SELECT date, count(*) AS events, count(DISTINCT person_id) AS people
+SELECT date, count(*) AS events, count(DISTINCT (site_id, person_id)) AS people
 FROM events_people
 WHERE list_contains($site_ids, site_id) AND date BETWEEN $start_date AND $end_date
 GROUP BY date

@@ -1,5 +1,5 @@
--- Events by name: how many, and how many distinct people did them.
-SELECT name, count(*) AS events, count(DISTINCT person_id) AS people
+-- Events by name: how many, and how many distinct people did them (per site: sites share no person).
+SELECT name, count(*) AS events, count(DISTINCT (site_id, person_id)) AS people
 FROM events_people
 WHERE list_contains($site_ids, site_id) AND date BETWEEN $start_date AND $end_date
 GROUP BY name

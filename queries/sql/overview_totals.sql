@@ -1,4 +1,7 @@
--- Headline counts over a set of sites and a date range (UTC dates of the lake partitions).
+-- Headline counts over a set of sites and a date range (UTC dates of the lake partitions). People and
+-- sessions are per site (two storefronts never share a session, nor, here, a person); people are
+-- everyone who did something in the range, an order included, so buyers are a share of them. A
+-- purchase event naming an order of the range is that order (its buyer is the order's person).
 WITH scoped AS (
     SELECT * FROM events_people
     WHERE list_contains($site_ids, site_id) AND date BETWEEN $start_date AND $end_date
@@ -7,15 +10,24 @@ orders_scoped AS (
     SELECT * FROM orders_people
     WHERE list_contains($site_ids, site_id) AND date BETWEEN $start_date AND $end_date AND NOT is_refund
 ),
-buyers AS (
-    SELECT person_id FROM orders_scoped
+people AS (
+    SELECT site_id, person_id FROM scoped
     UNION
-    SELECT person_id FROM scoped WHERE name = 'purchase'
+    SELECT site_id, person_id FROM orders_scoped
+),
+buyers AS (
+    SELECT site_id, person_id FROM orders_scoped
+    UNION
+    SELECT site_id, person_id FROM scoped AS e
+    WHERE name = 'purchase' AND NOT EXISTS (
+        SELECT 1 FROM orders_scoped AS o
+        WHERE o.site_id = e.site_id AND o.order_id = json_extract_string(e.metadata, '$.orderId')
+    )
 )
 SELECT
     (SELECT count(*) FROM scoped) AS events,
-    (SELECT count(DISTINCT person_id) FROM scoped) AS people,
-    (SELECT count(DISTINCT session_id) FROM scoped) AS sessions,
+    (SELECT count(*) FROM people) AS people,
+    (SELECT count(DISTINCT (site_id, session_id)) FROM scoped) AS sessions,
     (SELECT count(*) FROM scoped WHERE name = 'page_view') AS page_views,
     (SELECT count(*) FROM orders_scoped) AS orders,
     (SELECT count(*) FROM buyers) AS buyers

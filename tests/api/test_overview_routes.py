@@ -58,8 +58,33 @@ def test_organisation_scope_covers_every_site_and_only_its_own(app, owner, outsi
     load(app, outsider, other)
     body = owner.get("/analytics/overview", params={"days": 7}).json()
     assert sorted(body["scope"]["siteIds"]) == sorted([first["id"], second["id"]])
-    assert body["totals"]["events"] == 8
+    # The two sites got the same visitor and session ids: still two storefronts' people and sessions.
+    assert body["totals"] == {"events": 8, "people": 4, "sessions": 6, "pageViews": 6, "orders": 6}
+    assert body["topEvents"][0] == {"name": "page_view", "family": "page", "count": 6, "people": 4}
     assert owner.get("/analytics/overview", params={"siteId": other["id"]}).status_code == 403
+
+
+def test_buyers_are_a_share_of_the_people_and_a_purchase_event_naming_an_order_is_that_order(app, owner):
+    site = owner.make_site()
+    when = iso(timedelta(hours=1))
+    events = [
+        {"name": "page_view", "visitorId": "ann", "sessionId": "sa", "timestamp": when},
+        {"name": "page_view", "visitorId": "bob", "sessionId": "sb", "timestamp": when},
+        # bob opens ann's forwarded thank-you page: her order, not a purchase of his.
+        {"name": "purchase", "visitorId": "bob", "sessionId": "sb", "timestamp": when,
+         "metadata": {"orderId": "o-ann"}},
+    ]  # fmt: skip
+    assert (
+        owner.post("/analytics/track/batch", json={"siteId": site["id"], "events": events}).status_code == 200
+    )
+    for order_id, visitor in [("o-ann", "ann"), ("o-cy", "cy"), ("o-dee", "dee")]:  # cy and dee: orders only
+        order = {"siteId": site["id"], "orderId": order_id, "visitorId": visitor, "sessionId": "s", "total": "5",
+                 "timestamp": when, "items": [{"productItemCode": "P", "quantity": 1, "price": "5"}]}  # fmt: skip
+        assert owner.post("/analytics/track/order", json=order).status_code == 201
+    app.state.ingest.flush()
+    body = owner.get("/analytics/overview", params={"days": 7, "siteId": site["id"]}).json()
+    assert (body["totals"]["people"], body["totals"]["orders"]) == (4, 3)
+    assert body["purchaseConversionRate"] == 0.75  # ann, cy, dee of ann, bob, cy, dee
 
 
 def test_dashboard_summary_compares_with_the_period_before(app, owner):
