@@ -12,7 +12,6 @@ local days.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,12 +31,12 @@ from warehouse.engine import Engine
 
 UNKNOWN_CATEGORY = "unknown"
 SEPARATOR = " > "
-_SEPARATOR_RE = re.compile(r"\s*>\s*")
 
 
 def normalise_path(path: str) -> str:
-    """``"Home>Kitchen "`` → ``"Home > Kitchen"``: the form the queries compare paths in."""
-    return _SEPARATOR_RE.sub(SEPARATOR, path.strip())
+    """``"Home>>Kitchen "`` → ``"Home > Kitchen"``: the form the queries compare paths in, blank parts
+    dropped (as ``category_path_of`` in SQL does for stored paths); ``""`` when no part is left."""
+    return SEPARATOR.join(part for part in (p.strip(" \t\n\f\r") for p in path.split(">")) if part)
 
 
 def parent_of(path: str) -> str | None:

@@ -59,10 +59,9 @@ def category_query(
     path = None
     if category_path is not None:
         path = normalise_path(category_path)
-        if not path or any(not part for part in path.split(" > ")):
+        if not path:
             raise BadRequest(
-                "categoryPath must name a category such as 'Home > Kitchen' (no empty parts)",
-                code="CATEGORY_PATH_INVALID",
+                "categoryPath must name a category such as 'Home > Kitchen'", code="CATEGORY_PATH_INVALID"
             )
     return CategoryQuery.last_days(
         site_id=site["id"], days=days, timezone=site["timezone"], category_path=path

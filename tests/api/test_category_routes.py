@@ -172,9 +172,16 @@ def test_other_organisations_and_missing_permission_get_403(client, store, app, 
 
 
 BAD_PARAMS = [
-    {"days": 0}, {"days": 366}, {"days": "week"}, {"categoryPath": "  "}, {"categoryPath": "Home > > Mugs"},
+    {"days": 0}, {"days": 366}, {"days": "week"}, {"categoryPath": "  "}, {"categoryPath": " > >"},
     {"categoryPath": "x" * 501}, {"limit": 0}, {"limit": 501},
 ]  # fmt: skip
+
+
+def test_the_selected_path_drops_blank_parts_as_stored_paths_do(app, owner):
+    site, _ = shop(app, owner)
+    assert get(owner, site, "overview", categoryPath="Home>>Kitchen > ") == get(
+        owner, site, "overview", categoryPath="Home > Kitchen"
+    )
 
 
 def test_bad_parameters_answer_400(owner):

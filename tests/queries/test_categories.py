@@ -101,6 +101,9 @@ HOME_REVENUE = [
 
 def test_paths_are_normalised():
     assert normalise_path(" Home>Kitchen  >  Mugs ") == "Home > Kitchen > Mugs"
+    # Blank parts dropped, as category_path_of drops them from stored paths.
+    assert normalise_path("Home>>Kitchen") == normalise_path(" > Home > Kitchen >") == "Home > Kitchen"
+    assert normalise_path(" > > ") == ""
 
 
 def test_overview_of_a_parent_covers_its_children(lake):
