@@ -1,10 +1,10 @@
 -- The entries of every journey in `journey_keys`, numbered in time order: its events, and each sale
 -- (refunds apart) as a `purchase` at the order's time. A `purchase` event whose metadata.orderId names
 -- a sale is that sale, counted once (as the order, with that event's page; another person's event
--- naming it is dropped, as funnels drop it). A sale joins the journey of its journey_id; without
--- one, the journey of its own person's purchase event naming it; else the journey its visitor's
--- session was in at the order's time (its latest event at or before the order, else the session's
--- first event).
+-- naming it is dropped, as funnels drop it). A sale joins the journey of its journey_id (when some
+-- event is in it); without one, the journey of its own person's purchase event naming it; else the
+-- journey its visitor's session was in at the order's time (its latest event at or before the order,
+-- else the session's first event).
 -- No journey in `journey_keys` has an event in a partition before $scan_from.
 CREATE OR REPLACE TEMP TABLE journey_stream AS
 WITH journey_events AS (
@@ -14,8 +14,19 @@ WITH journey_events AS (
     JOIN journey_keys AS k ON k.journey_key = coalesce(nullif(e.journey_id, ''), e.session_id)
     WHERE e.site_id = $site_id AND e.date >= $scan_from
 ),
+named_journeys AS (
+    -- The journeys sales name that some event is in: a sale naming a journey no event has is placed
+    -- as a sale without one (else it would be in no journey at all).
+    SELECT DISTINCT coalesce(nullif(journey_id, ''), session_id) AS journey_key
+    FROM events
+    WHERE site_id = $site_id AND coalesce(nullif(journey_id, ''), session_id) IN (
+        SELECT journey_id FROM orders WHERE site_id = $site_id AND NOT is_refund AND nullif(journey_id, '') IS NOT NULL
+    )
+),
 sales AS (
-    SELECT order_id, person_id, visitor_id, session_id, nullif(journey_id, '') AS journey_id, ts, currency, total
+    SELECT order_id, person_id, visitor_id, session_id,
+        CASE WHEN journey_id IN (SELECT journey_key FROM named_journeys) THEN journey_id END AS journey_id,
+        ts, currency, total
     FROM orders_people
     WHERE site_id = $site_id AND NOT is_refund
 ),

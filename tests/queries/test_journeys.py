@@ -144,9 +144,13 @@ def test_orders_without_a_journey_id_join_the_journey_of_their_session(lake):
                 {"order": "o-dan", "at": at(11, 2), "sessionId": "s-dan", "total": "7"}],
         # Same session id as cat, another visitor: its own journey only through a journey id.
         "eve": [{"event": "page_view", "at": at(12), "sessionId": "s-eve", "journeyId": "j-eve"}],
+        # The order names a journey no event is in: it joins the journey its session was in.
+        "fay": [{"event": "page_view", "at": at(13), "sessionId": "s-fay", "journeyId": "j-fay"},
+                {"order": "o-fay", "at": at(13, 2), "sessionId": "s-fay", "journeyId": "j-nowhere", "total": "3"}],
     })  # fmt: skip
     journeys = {j["journeyId"]: j for j in listed(engine)}
-    assert set(journeys) == {"s-cat", "j-dan", "j-eve"}
+    assert set(journeys) == {"s-cat", "j-dan", "j-eve", "j-fay"}
+    assert journeys["j-fay"]["revenue"] == [{"currency": "EUR", "amount": "3.00"}]
     assert journeys["s-cat"]["converted"] and journeys["s-cat"]["eventCount"] == 2
     assert journeys["s-cat"]["revenue"] == [{"currency": "EUR", "amount": "10.00"}]
     assert journeys["j-dan"]["revenue"] == [{"currency": "EUR", "amount": "7.00"}]
