@@ -20,6 +20,8 @@ search_sessions AS (
 steps AS (
     SELECT s.site_id, s.person_id, s.session_id, s.event_id, s.ts, s.name, s.product_item_code,
         CASE WHEN s.name IN ('search_results', 'search_zero_results')
+            -- A negative count is no count: it would pull the average down.
+            AND TRY_CAST(json_extract_string(s.metadata, '$.resultCount') AS BIGINT) >= 0
             THEN TRY_CAST(json_extract_string(s.metadata, '$.resultCount') AS BIGINT) END AS result_count,
         nullif(lower(regexp_replace(trim(coalesce(
             json_extract_string(s.metadata, '$.query'), json_extract_string(s.metadata, '$.q'),

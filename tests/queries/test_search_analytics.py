@@ -74,6 +74,17 @@ def test_top_queries(lake):
     assert (len(limited["queries"]), limited["totalSearches"], limited["totalQueries"]) == (1, 5, 2)
 
 
+def test_a_negative_result_count_is_no_count(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "dee": [step("10:00:00", "search_query", "s1", query="mug"),
+                step("10:00:01", "search_results", "s1", query="mug", resultCount=3),
+                step("10:01:00", "search_results", "s1", query="mug", resultCount=-1)],
+    })  # fmt: skip
+    [mug] = dump(top_queries(engine, SCOPE, limit=10))["queries"]
+    assert (mug["avgResultCount"], mug["zeroResultSearches"]) == (3.0, 0)
+
+
 def test_zero_result_queries(lake):
     ingest, engine = lake
     searches(ingest)
