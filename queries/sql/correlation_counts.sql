@@ -1,12 +1,12 @@
 -- For each event name, and each event name with its category path (normalised), how many people who
 -- did it converted (success_count) and how many did not (failure_count), over the people of one site
 -- active in [$range_start, $range_end): anyone with an event or a sale there. A person converted when
--- they have a sale (refunds apart) or a purchase event in the range; a converted person's events count
--- up to their first purchase only (what led to it, not what followed), and `purchase` itself is no
--- property. The row with a null name carries the totals: converted and not converted people.
+-- they have a sale (refunds apart) or a purchase event naming no sale in the range; a converted
+-- person's events count up to their first purchase only (what led to it, not what followed), and
+-- `purchase` itself is no property. The row with a null name carries the totals: converted and not converted people.
 WITH scoped AS (
-    SELECT person_id, ts, name,
-        nullif(regexp_replace(trim(category_path), '\s*>\s*', ' > ', 'g'), '') AS category_path
+    SELECT person_id, ts, name, name = 'purchase' AND NOT names_a_sale(site_id, metadata) AS purchase,
+        CASE WHEN nullif(trim(category_path), '') IS NOT NULL THEN category_path_of(category_path) END AS category_path
     FROM events_people
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
       AND ts >= $range_start AND ts < $range_end
@@ -19,7 +19,7 @@ sales AS (
 ),
 conversions AS (
     SELECT person_id, min(ts) AS converted_at
-    FROM (SELECT person_id, ts FROM sales UNION ALL SELECT person_id, ts FROM scoped WHERE name = 'purchase')
+    FROM (SELECT person_id, ts FROM sales UNION ALL SELECT person_id, ts FROM scoped WHERE purchase)
     GROUP BY person_id
 ),
 people AS (

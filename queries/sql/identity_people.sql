@@ -1,9 +1,10 @@
 -- People active in [$range_start, $range_end) (an event or an order), split into identified (the
 -- person is a shop user: the visitor was linked to a user id at any time, or the row carries one) and
--- anonymous; `converters` bought in the range (an order that is not a refund, or a purchase event).
+-- anonymous; `converters` bought in the range (an order that is not a refund, or a purchase event
+-- that names no sale: one naming a sale is that sale, its person's).
 WITH activity AS (
     SELECT person_id, nullif(user_id, '') IS NOT NULL OR person_id <> visitor_id AS identified,
-        name = 'purchase' AS purchased
+        name = 'purchase' AND NOT names_a_sale(site_id, metadata) AS purchased
     FROM events_people
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end

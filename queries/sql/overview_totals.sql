@@ -1,7 +1,7 @@
 -- Headline counts over a set of sites and a date range (UTC dates of the lake partitions). People and
 -- sessions are per site (two storefronts never share a session, nor, here, a person); people are
 -- everyone who did something in the range, an order included, so buyers are a share of them. A
--- purchase event naming an order of the range is that order (its buyer is the order's person).
+-- purchase event naming a sale is that sale (its buyer is the order's person).
 WITH scoped AS (
     SELECT * FROM events_people
     WHERE list_contains($site_ids, site_id) AND date BETWEEN $start_date AND $end_date
@@ -18,11 +18,7 @@ people AS (
 buyers AS (
     SELECT site_id, person_id FROM orders_scoped
     UNION
-    SELECT site_id, person_id FROM scoped AS e
-    WHERE name = 'purchase' AND NOT EXISTS (
-        SELECT 1 FROM orders_scoped AS o
-        WHERE o.site_id = e.site_id AND o.order_id = json_extract_string(e.metadata, '$.orderId')
-    )
+    SELECT site_id, person_id FROM scoped WHERE name = 'purchase' AND NOT names_a_sale(site_id, metadata)
 )
 SELECT
     (SELECT count(*) FROM scoped) AS events,

@@ -85,6 +85,15 @@ def test_buyers_are_a_share_of_the_people_and_a_purchase_event_naming_an_order_i
     body = owner.get("/analytics/overview", params={"days": 7, "siteId": site["id"]}).json()
     assert (body["totals"]["people"], body["totals"]["orders"]) == (4, 3)
     assert body["purchaseConversionRate"] == 0.75  # ann, cy, dee of ann, bob, cy, dee
+    # The other routes that count buyers agree.
+    day = {"startDate": (datetime.now(UTC) - timedelta(days=1)).date().isoformat(),
+           "endDate": datetime.now(UTC).date().isoformat()}  # fmt: skip
+    identity = owner.get(
+        "/analytics/identity/conversion-metrics", params={"siteId": site["id"], **day}
+    ).json()
+    assert (identity["totalPeople"], identity["anonymous"]["converters"]) == (4, 3)
+    correlations = owner.get(f"/analytics/correlations/{site['id']}").json()  # the last 30 days
+    assert correlations["totals"] == {"people": 4, "converted": 3, "notConverted": 1, "conversionRate": 0.75}
 
 
 def test_dashboard_summary_compares_with_the_period_before(app, owner):

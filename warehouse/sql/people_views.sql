@@ -39,3 +39,10 @@ CREATE OR REPLACE MACRO category_path_of(path) AS coalesce(
     nullif(regexp_replace(regexp_replace(path, '\s*(>\s*)+', ' > ', 'g'), '^[\s>]+|[\s>]+$', '', 'g'), ''),
     'unknown'
 );
+
+-- Whether a purchase event names a sale of its site (metadata.orderId): such an event is that sale,
+-- whoever sent it (a forwarded thank-you page), so the sale counts once, for the order's person.
+CREATE OR REPLACE MACRO names_a_sale(site, metadata) AS EXISTS (
+    SELECT 1 FROM orders AS o
+    WHERE o.site_id = site AND NOT o.is_refund AND o.order_id = json_extract_string(metadata, '$.orderId')
+);
