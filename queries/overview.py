@@ -9,7 +9,7 @@ from typing import Any
 
 from ingest.event_names import EVENT_FAMILIES
 from queries import library
-from queries.money import format_amount
+from queries.money import format_amount, per_unit
 from warehouse.engine import Engine
 
 FAMILY_OF = {name: family for family, names in EVENT_FAMILIES.items() for name in names}
@@ -46,9 +46,7 @@ def revenue_by_currency(engine: Engine, scope: Scope) -> list[dict[str, Any]]:
             # In the currency's minor units, as every amount the analytics answer (queries.money).
             "revenue": format_amount(row["revenue"] or 0, row["currency"]),
             "orders": row["orders"],
-            "avgOrderValue": format_amount(
-                row["revenue"] / row["orders"] if row["orders"] else 0, row["currency"]
-            ),
+            "avgOrderValue": per_unit(row["revenue"] or 0, row["orders"], row["currency"]),
             "refunded": format_amount(row["refunded"] or 0, row["currency"]),
         }
         for row in table
