@@ -9,7 +9,7 @@ WITH found AS (
     LIMIT 2
 )
 SELECT f.site_id, f.event_id, f.name, f.ts,
-    coalesce(l.user_id, nullif(f.user_id, ''), f.visitor_id) AS person_id,
+    person_of(l.user_id, f.user_id, f.visitor_id) AS person_id,
     json_extract_string(f.metadata, '$.orderId') AS order_ref
 FROM found AS f
 LEFT JOIN visitor_users AS l ON l.site_id = f.site_id AND l.visitor_id = f.visitor_id

@@ -8,7 +8,7 @@ WITH found AS (
     LIMIT 2
 )
 SELECT f.site_id, f.order_id, f.ts, f.currency, f.total,
-    coalesce(l.user_id, nullif(f.user_id, ''), f.visitor_id) AS person_id
+    person_of(l.user_id, f.user_id, f.visitor_id) AS person_id
 FROM found AS f
 LEFT JOIN visitor_users AS l ON l.site_id = f.site_id AND l.visitor_id = f.visitor_id
 ORDER BY f.site_id

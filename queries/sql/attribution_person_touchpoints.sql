@@ -17,7 +17,7 @@ candidates AS (
         AND (user_id = $person_id OR visitor_id = $person_id OR visitor_id IN (SELECT visitor_id FROM links))
 ),
 final AS (
-    SELECT c.*, coalesce(l.user_id, nullif(c.user_id, ''), c.visitor_id) AS person_id
+    SELECT c.*, person_of(l.user_id, c.user_id, c.visitor_id) AS person_id
     FROM candidates AS c
     LEFT JOIN links AS l ON l.visitor_id = c.visitor_id
 )

@@ -2,7 +2,7 @@
 -- warehouse/visitor_activity.py), one per rollup row that matters: the person (as `events_people`
 -- resolves them), the month, when they first qualified in it (NULL: not by this row) and the local
 -- days of the month they did the return event on (0: none). Row '*' is every event name at once.
-SELECT hash(coalesce(l.user_id, r.user_id, r.visitor_id)) AS person_key, r.month,
+SELECT hash(person_of(l.user_id, r.user_id, r.visitor_id)) AS person_key, r.month,
     CASE WHEN r.name = CASE $cohort_type WHEN 'signup' THEN 'user_signup' WHEN 'first_purchase' THEN 'purchase' ELSE '*' END
         THEN r.first_us END AS first_us,
     CASE WHEN r.name = coalesce($return_event, '*') THEN r.day_mask ELSE 0 END AS day_mask

@@ -7,7 +7,7 @@
 CREATE OR REPLACE TEMP TABLE consent_observations AS
 WITH records AS (
     SELECT 'record' AS kind, 1 AS rank, c.consent_id AS id, c.ts,
-        coalesce(l.user_id, nullif(c.user_id, ''), c.visitor_id) AS person_id,
+        person_of(l.user_id, c.user_id, c.visitor_id) AS person_id,
         c.visitor_id, c.session_id, c.user_id, c.source, c.channel,
         c.consent_necessary AS necessary, c.consent_analytics AS analytics,
         c.consent_marketing AS marketing, c.consent_preferences AS preferences

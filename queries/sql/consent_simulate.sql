@@ -6,7 +6,7 @@
 -- $timeout_us µs after it; `dropped` otherwise, split by whether, when the wait ended, a required
 -- category was stated refused (`dropped_refused`) or only never stated.
 WITH records AS (
-    SELECT coalesce(l.user_id, nullif(c.user_id, ''), c.visitor_id) AS person_id, c.ts, 1 AS rank,
+    SELECT person_of(l.user_id, c.user_id, c.visitor_id) AS person_id, c.ts, 1 AS rank,
         c.consent_id AS id, c.consent_necessary AS necessary, c.consent_analytics AS analytics,
         c.consent_marketing AS marketing, c.consent_preferences AS preferences
     FROM consents AS c

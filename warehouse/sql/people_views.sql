@@ -11,13 +11,18 @@ FROM (
 )
 GROUP BY site_id, visitor_id;
 
+-- A row's person: its visitor's first-linked user, else the user the row itself names (a consent
+-- record of a visitor no event or order links), else the visitor. Every query resolving people calls it.
+CREATE OR REPLACE MACRO person_of(linked_user, own_user, visitor) AS
+    coalesce(linked_user, nullif(own_user, ''), visitor);
+
 CREATE OR REPLACE VIEW events_people AS
-SELECT e.*, coalesce(l.user_id, nullif(e.user_id, ''), e.visitor_id) AS person_id
+SELECT e.*, person_of(l.user_id, e.user_id, e.visitor_id) AS person_id
 FROM events AS e
 LEFT JOIN visitor_users AS l ON l.site_id = e.site_id AND l.visitor_id = e.visitor_id;
 
 CREATE OR REPLACE VIEW orders_people AS
-SELECT o.*, coalesce(l.user_id, nullif(o.user_id, ''), o.visitor_id) AS person_id
+SELECT o.*, person_of(l.user_id, o.user_id, o.visitor_id) AS person_id
 FROM orders AS o
 LEFT JOIN visitor_users AS l ON l.site_id = o.site_id AND l.visitor_id = o.visitor_id;
 
