@@ -33,6 +33,8 @@ log = structlog.get_logger("aisle.visitor_activity")
 BUILD_SQL = (Path(__file__).parent / "sql" / "visitor_activity.sql").read_text()
 ALL_NAMES = "*"
 GRACE_SECONDS = 15 * 60  # replaced data files outlive queries that already chose them
+# The rollup's columns; a rollup of another layout stands for nothing until the job rebuilds it.
+LAYOUT = 2  # 2: purchase rows kept apart by the order they name (order_id)
 
 
 def next_month(month: date) -> date:
@@ -92,6 +94,7 @@ def build(engine: Engine, site_id: str, month: date, timezone: str) -> bool:
     fsync_path(temp)
     os.replace(temp, data)
     manifest = {
+        "layout": LAYOUT,
         "timezone": timezone,
         "file": data.name,
         "sources": sources,
@@ -122,12 +125,12 @@ def _manifest(directory: Path) -> dict | None:
 
 
 def current(lake: Lake, site_id: str, timezone: str, *, until: datetime) -> list[Rollup]:
-    """The site's rollups that stand for their month now: built in ``timezone``, from exactly the
-    files the lake shows, for months that end by ``until``. Oldest month first."""
+    """The site's rollups that stand for their month now: built in ``timezone`` and today's layout,
+    from exactly the files the lake shows, for months that end by ``until``. Oldest month first."""
     found = []
     for directory in sorted(_site_dir(lake, site_id).glob("month=*")):
         manifest = _manifest(directory)
-        if manifest is None or manifest["timezone"] != timezone:
+        if manifest is None or manifest.get("layout") != LAYOUT or manifest["timezone"] != timezone:
             continue
         month = date.fromisoformat(directory.name.removeprefix("month=") + "-01")
         start, end = month_bounds(month, timezone)

@@ -85,6 +85,21 @@ def test_first_purchase_cohorts_count_orders_and_exclude_earlier_buyers(lake):
     assert grid(weekly(engine, cohort_type="first_purchase")) == {"2024-01-01": [1, 1, 0, 0]}
 
 
+def test_a_purchase_event_naming_a_sale_is_that_sale_not_its_senders_purchase(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ann": [{"order": "o1", "at": "2024-01-02T10:00:00Z"}],
+        # bob opened ann's thank-you page (the event names her order): he bought nothing
+        "bob": [{"event": "purchase", "at": "2024-01-02T11:00:00Z", "metadata": {"orderId": "o1"}}],
+        # cat's purchase event names no sale of the site: her purchase
+        "cat": [{"event": "purchase", "at": "2024-01-10T11:00:00Z", "metadata": {"orderId": "elsewhere"}}],
+    })  # fmt: skip
+    assert grid(weekly(engine, cohort_type="first_purchase")) == {"2024-01-01": [1, 0, 0, 0],
+                                                                 "2024-01-08": [1, 0, 0, 0]}  # fmt: skip
+    # bob was still there: his visit is activity
+    assert grid(weekly(engine)) == {"2024-01-01": [2, 0, 0, 0], "2024-01-08": [1, 0, 0, 0]}
+
+
 def test_churn_series_per_calendar_period(lake):
     ingest, engine = lake
     journeys_for(ingest, JOURNEYS)

@@ -3,6 +3,7 @@ themselves, and a rollup stands for its month only while it is current."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, date, datetime, timedelta
 
 import pyarrow.parquet as pq
@@ -35,23 +36,39 @@ def test_a_month_rollup_holds_first_times_and_local_days_per_visitor_name_and_us
         # 23:30 UTC on Jan 2 is Jan 3 in Berlin; Jan 31 23:30 UTC is already February there.
         "v1": [{"event": "page_view", "at": "2024-01-02T23:30:00Z"},
                {"event": "purchase", "at": "2024-01-20T10:00:00Z"},
+               {"event": "purchase", "at": "2024-01-21T10:00:00Z", "metadata": {"orderId": "o7"}},
                {"event": "page_view", "at": "2024-01-31T23:30:00Z"}],
         "v2": [{"event": "page_view", "at": "2024-01-05T10:00:00Z", "userId": "ada"}],
     })  # fmt: skip
     assert visitor_activity.build(engine, SITE, date(2024, 1, 1), "Europe/Berlin")
     [rollup] = visitor_activity.current(ingest.lake, SITE, "Europe/Berlin", until=NOW)
     rows = {
-        (r["visitor_id"], r["user_id"], r["name"]): (r["first_us"], r["day_mask"])
+        (r["visitor_id"], r["user_id"], r["name"], r["order_id"]): (r["first_us"], r["day_mask"])
         for r in pq.read_table(rollup.file).to_pylist()
     }
     us = lambda text: int(datetime.fromisoformat(text).timestamp()) * 1_000_000  # noqa: E731
     assert rows == {
-        ("v1", None, "*"): (us("2024-01-02T23:30:00+00:00"), (1 << 2) | (1 << 19)),
-        ("v1", None, "page_view"): (us("2024-01-02T23:30:00+00:00"), 1 << 2),
-        ("v1", None, "purchase"): (us("2024-01-20T10:00:00+00:00"), 1 << 19),
-        ("v2", "ada", "*"): (us("2024-01-05T10:00:00+00:00"), 1 << 4),
-        ("v2", "ada", "page_view"): (us("2024-01-05T10:00:00+00:00"), 1 << 4),
+        ("v1", None, "*", None): (us("2024-01-02T23:30:00+00:00"), (1 << 2) | (1 << 19) | (1 << 20)),
+        ("v1", None, "page_view", None): (us("2024-01-02T23:30:00+00:00"), 1 << 2),
+        # purchase events apart by the order they name: only a report knows whether it is a sale
+        ("v1", None, "purchase", None): (us("2024-01-20T10:00:00+00:00"), 1 << 19),
+        ("v1", None, "purchase", "o7"): (us("2024-01-21T10:00:00+00:00"), 1 << 20),
+        ("v2", "ada", "*", None): (us("2024-01-05T10:00:00+00:00"), 1 << 4),
+        ("v2", "ada", "page_view", None): (us("2024-01-05T10:00:00+00:00"), 1 << 4),
     }
+
+
+def test_a_rollup_of_another_layout_stands_for_nothing_until_rebuilt(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {"v1": [{"event": "page_view", "at": "2024-01-10T10:00:00Z"}]})
+    assert visitor_activity.refresh(engine, {SITE: "UTC"}, now=NOW) == 1
+    [rollup] = visitor_activity.current(ingest.lake, SITE, "UTC", until=NOW)
+    manifest_file = rollup.file.parent / "manifest.json"
+    manifest = json.loads(manifest_file.read_text())
+    manifest_file.write_text(json.dumps({k: v for k, v in manifest.items() if k != "layout"}))  # layout 1
+    assert visitor_activity.current(ingest.lake, SITE, "UTC", until=NOW) == []
+    assert visitor_activity.refresh(engine, {SITE: "UTC"}, now=NOW) == 1
+    assert visitor_activity.current(ingest.lake, SITE, "UTC", until=NOW)
 
 
 def test_a_rollup_is_current_only_for_its_time_zone_and_the_files_it_was_built_from(lake):
@@ -105,20 +122,29 @@ NAMES = ["page_view", "product_view", "user_signup", "purchase"]
 step = st.one_of(
     st.builds(lambda q, name, user: {"event": name, "at": FIRST + timedelta(hours=7 * q), "userId": user},
               st.integers(-200, 600), st.sampled_from(NAMES), st.sampled_from([None, None, "u1", "u2"])),
-    st.builds(lambda q: {"order": f"o{q}", "at": FIRST + timedelta(hours=7 * q)}, st.integers(-200, 600)),
+    st.builds(lambda q: {"order": True, "at": FIRST + timedelta(hours=7 * q)}, st.integers(-200, 600)),
+    # a purchase event naming the n-th order (one of anyone's, or none when there are fewer)
+    st.builds(lambda q, n: {"event": "purchase", "at": FIRST + timedelta(hours=7 * q), "names": n, "userId": None},
+              st.integers(-200, 600), st.integers(0, 4)),
 )  # fmt: skip
 people = st.dictionaries(st.sampled_from([f"v{i}" for i in range(6)]), st.lists(step, min_size=1, max_size=6),
                          max_size=5)  # fmt: skip
 
 
-def wire(steps: list[dict]) -> list[dict]:
-    out = []
-    for s in steps:
-        at = s["at"].isoformat().replace("+00:00", "Z")
-        if "order" in s:
-            out.append({"order": f"{s['order']}-{len(out)}", "at": at})
-        else:
-            out.append({"event": s["event"], "at": at, **({"userId": s["userId"]} if s["userId"] else {})})
+def wire(journeys: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """Each visitor's steps in wire form; orders numbered o0, o1... across visitors."""
+    out, orders = {}, 0
+    for visitor, steps in journeys.items():
+        out[visitor] = []
+        for s in steps:
+            at = s["at"].isoformat().replace("+00:00", "Z")
+            if "order" in s:
+                out[visitor].append({"order": f"o{orders}", "at": at})
+                orders += 1
+            else:
+                named = {"metadata": {"orderId": f"o{s['names']}"}} if "names" in s else {}
+                user = {"userId": s["userId"]} if s["userId"] else {}
+                out[visitor].append({"event": s["event"], "at": at, **user, **named})
     return out
 
 
@@ -139,7 +165,7 @@ def test_the_report_over_rollups_equals_the_report_over_events(
     engine = Engine(ingest.lake)
     try:
         if journeys:
-            journeys_for(ingest, {visitor: wire(steps) for visitor, steps in journeys.items()})
+            journeys_for(ingest, wire(journeys))
         query = CohortQuery(site_id=SITE, cohort_type=cohort_type, interval=interval, start_date=date(2024, 1, 3),
                             end_date=date(2024, 3, 20), period_count=4, timezone=zone, return_event=return_event,
                             retention_mode=mode)  # fmt: skip

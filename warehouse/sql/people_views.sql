@@ -45,9 +45,11 @@ CREATE OR REPLACE MACRO category_path_of(path) AS coalesce(
     'unknown'
 );
 
--- Whether a purchase event names a sale of its site (metadata.orderId): such an event is that sale,
--- whoever sent it (a forwarded thank-you page), so the sale counts once, for the order's person.
-CREATE OR REPLACE MACRO names_a_sale(site, metadata) AS EXISTS (
-    SELECT 1 FROM orders AS o
-    WHERE o.site_id = site AND NOT o.is_refund AND o.order_id = json_extract_string(metadata, '$.orderId')
+-- Whether an order id (a purchase event's metadata.orderId) is a sale of its site: such an event is
+-- that sale, whoever sent it (a forwarded thank-you page), so the sale counts once, for the order's
+-- person.
+CREATE OR REPLACE MACRO is_a_sale(site, order_ref) AS EXISTS (
+    SELECT 1 FROM orders AS o WHERE o.site_id = site AND NOT o.is_refund AND o.order_id = order_ref
 );
+
+CREATE OR REPLACE MACRO names_a_sale(site, metadata) AS is_a_sale(site, json_extract_string(metadata, '$.orderId'));
