@@ -85,6 +85,18 @@ def test_a_negative_result_count_is_no_count(lake):
     assert (mug["avgResultCount"], mug["zeroResultSearches"]) == (3.0, 0)
 
 
+def test_a_query_is_text_or_a_number_never_an_objects_json(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "dee": [step("10:00:00", "search_query", "s1", query={"text": "mug"}, q="Mug"),
+                step("10:00:01", "search_query", "s1", query=["mug"]),
+                step("10:00:02", "search_query", "s1", query=True),
+                step("10:01:00", "search_query", "s1", query=4711)],
+    })  # fmt: skip
+    body = dump(top_queries(engine, SCOPE, limit=10))
+    assert {q["query"]: q["searches"] for q in body["queries"]} == {"mug": 1, "4711": 1}
+
+
 def test_zero_result_queries(lake):
     ingest, engine = lake
     searches(ingest)

@@ -53,3 +53,9 @@ CREATE OR REPLACE MACRO is_a_sale(site, order_ref) AS EXISTS (
 );
 
 CREATE OR REPLACE MACRO names_a_sale(site, metadata) AS is_a_sale(site, json_extract_string(metadata, '$.orderId'));
+
+-- The text a shop sent at `path` of an event's metadata: a string, or a number as written; NULL for
+-- objects, arrays, booleans and nulls (which are no search query, say, whatever their JSON text).
+CREATE OR REPLACE MACRO text_at(metadata, path) AS CASE
+    WHEN json_type(metadata, path) IN ('VARCHAR', 'BIGINT', 'UBIGINT', 'DOUBLE') THEN json_extract_string(metadata, path)
+END;
