@@ -326,9 +326,10 @@ def touchpoint_counts(
     return library.run(engine, "attribution_touchpoint_counts", params).to_pylist()
 
 
-def _model_revenue(rows: list[dict[str, Any]], model: str) -> ModelRevenue:
+def _model_revenue(rows: list[dict[str, Any]], model: str, site_currency: str) -> ModelRevenue:
     """One model's credited conversions (moneyless purchases included) and revenue per currency,
-    over rows of `attributed_rows` (of one entity or several)."""
+    over rows of `attributed_rows` (of one entity or several); a card without revenue is zero in the
+    site's currency, as on the revenue overview."""
     by_currency: dict[str, list[Any]] = {}
     for r in rows:
         if r["currency"] is not None:
@@ -342,7 +343,9 @@ def _model_revenue(rows: list[dict[str, Any]], model: str) -> ModelRevenue:
             AttributedCurrency(currency=c, revenue=format_amount(revenue, c), orders=round(orders, 6))
             for c, (revenue, orders) in sorted(by_currency.items())
         ],
-        total_revenue=money_total([(c, revenue) for c, (revenue, _) in by_currency.items()]),
+        total_revenue=money_total(
+            [(c, revenue) for c, (revenue, _) in by_currency.items()], empty_currency=site_currency
+        ),
     )
 
 
@@ -356,6 +359,7 @@ def entity_revenue(
     *,
     entity_type: EntityType,
     entity_id: str,
+    site_currency: str,
     lookback_days: int = DEFAULT_LOOKBACK_DAYS,
 ) -> EntityRevenue:
     """Revenue attributed to one campaign, widget or recommendation per model and currency, over the
@@ -371,7 +375,7 @@ def entity_revenue(
         half_life_days=HALF_LIFE / timedelta(days=1), impressions=count["impressions"], clicks=count["clicks"],
         ctr=_ctr(count["clicks"], count["impressions"]), people=count["people"],
         assisted_conversions=sum(r["touched_conversions"] for r in rows),
-        models=[_model_revenue(rows, model) for model in MODELS],
+        models=[_model_revenue(rows, model, site_currency) for model in MODELS],
     )  # fmt: skip
 
 
@@ -414,6 +418,7 @@ def recommendations_breakdown(
     engine: Engine,
     report: ReportRange,
     *,
+    site_currency: str,
     model: Model = "last_touch",
     lookback_days: int = DEFAULT_LOOKBACK_DAYS,
     limit: int = 50,
@@ -434,7 +439,7 @@ def recommendations_breakdown(
     rows = []
     for rec_id in counts.keys() | credited.keys():
         count = counts.get(rec_id, {"impressions": 0, "clicks": 0, "people": 0})
-        revenue = _model_revenue(credited.get(rec_id, []), model)
+        revenue = _model_revenue(credited.get(rec_id, []), model, site_currency)
         rows.append(
             RecommendationRow(
                 recommendation_id=rec_id, impressions=count["impressions"], clicks=count["clicks"],
@@ -445,7 +450,7 @@ def recommendations_breakdown(
             )
         )  # fmt: skip
     rows.sort(key=lambda r: (-r.clicks, -r.impressions, r.recommendation_id))
-    overall = _model_revenue([r for rs in credited.values() for r in rs], model)
+    overall = _model_revenue([r for rs in credited.values() for r in rs], model, site_currency)
     impressions = sum(c["impressions"] for c in counts.values())
     clicks = sum(c["clicks"] for c in counts.values())
     return RecommendationsBreakdown(

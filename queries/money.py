@@ -57,11 +57,14 @@ class MoneyTotal(BaseModel):
     mixed: bool
 
 
-def money_total(rows: Iterable[tuple[str, Decimal]]) -> MoneyTotal:
-    """The total of ``(currency, amount)`` rows, if one exists (never across currencies)."""
+def money_total(rows: Iterable[tuple[str, Decimal]], *, empty_currency: str | None = None) -> MoneyTotal:
+    """The total of ``(currency, amount)`` rows, if one exists (never across currencies). With no
+    rows, zero in ``empty_currency`` (a site's card: its currency), else no amount."""
     by_currency: dict[str, Decimal] = {}
     for currency, amount in rows:
         by_currency[currency] = MONEY_CONTEXT.add(by_currency.get(currency, Decimal(0)), Decimal(amount))
+    if not by_currency and empty_currency is not None:
+        by_currency[empty_currency] = Decimal(0)
     if len(by_currency) == 1:
         ((currency, amount),) = by_currency.items()
         return MoneyTotal(amount=format_amount(amount, currency), currency=currency, mixed=False)

@@ -6,7 +6,6 @@ converted and never summed across currencies, and are formatted with the currenc
 from __future__ import annotations
 
 from datetime import date
-from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -103,11 +102,6 @@ def rate(part: int | float, whole: int | float) -> float:
     return round(part / whole, 6) if whole else 0.0
 
 
-def card_total(rows: list[tuple[str, Decimal]], fallback_currency: str) -> MoneyTotal:
-    """A card's total over per-currency rows; with no rows, zero in the site's currency."""
-    return money_total(rows or [(fallback_currency, Decimal(0))])
-
-
 # --- revenue overview ------------------------------------------------------------------------------
 
 
@@ -153,9 +147,11 @@ def revenue_overview(engine: Engine, report: ReportRange, *, site_currency: str)
         orders=sum(r["orders"] for r in rows),
         refunds=sum(r["refunds"] for r in rows),
         revenue_by_currency=by_currency,
-        total_revenue=card_total([(r["currency"], r["revenue"]) for r in rows], site_currency),
-        total_net_revenue=card_total(
-            [(r["currency"], r["revenue"] - r["refunded"]) for r in rows], site_currency
+        total_revenue=money_total(
+            [(r["currency"], r["revenue"]) for r in rows], empty_currency=site_currency
+        ),
+        total_net_revenue=money_total(
+            [(r["currency"], r["revenue"] - r["refunded"]) for r in rows], empty_currency=site_currency
         ),
         mixed_currency=len(rows) > 1,
         daily=daily,
@@ -183,7 +179,9 @@ def _group(people: dict[str, int], revenue: list[dict[str, Any]], site_currency:
             )
             for r in revenue
         ],
-        total_revenue=card_total([(r["currency"], r["revenue"]) for r in revenue], site_currency),
+        total_revenue=money_total(
+            [(r["currency"], r["revenue"]) for r in revenue], empty_currency=site_currency
+        ),
     )
 
 

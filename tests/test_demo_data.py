@@ -385,7 +385,13 @@ def test_every_placement_has_impressions_or_clicks_and_purchases_get_attributed(
         for entity_id in ids:
             mine = [e for e in touches if (e["entityType"], e["entityId"]) == (entity_type, entity_id)]
             clicks = sum(e["name"] in ("click", "product_click") for e in mine)
-            result = entity_revenue(engine, report, entity_type=entity_type, entity_id=entity_id)
+            result = entity_revenue(
+                engine,
+                report,
+                entity_type=entity_type,
+                entity_id=entity_id,
+                site_currency=LAKE_SITE["currency"],
+            )
             assert (result.impressions, result.clicks) == (len(mine) - clicks, clicks)
             assert result.clicks > 0
             last_touch = next(m for m in result.models if m.model == "last_touch")
@@ -401,7 +407,7 @@ def test_every_placement_has_impressions_or_clicks_and_purchases_get_attributed(
     ]  # fmt: skip
     assert len(touched) > 10 and credited == pytest.approx(len(touched))
 
-    breakdown = recommendations_breakdown(engine, report)
+    breakdown = recommendations_breakdown(engine, report, site_currency=LAKE_SITE["currency"])
     shown = {
         r: Counter("click" in e["name"] for e in touches if e["entityId"] == r) for r in RECOMMENDATION_IDS
     }

@@ -37,7 +37,7 @@ MONEY = (
     "amount sits in a row with its own `currency` and is a decimal string with that currency's ISO-4217 "
     "minor units (JPY `1200`, EUR `10.50`, KWD `1.500`), rounded half to even. A card over several "
     "currencies has `amount: null`, `currency: null`, `mixed: true`; the per-currency rows beside it "
-    "carry the figures. People are the linked user when the visitor was ever identified, else the visitor."
+    "carry the figures; a card with nothing to total is zero in the site's currency. People are the linked user when the visitor was ever identified, else the visitor."
 )
 
 RANGE = (
@@ -115,13 +115,18 @@ def overview(request: Request, site: AnalyticsSite, report: Range) -> RevenueOve
 
 def _entity_route(entity_type: EntityType, path: str, noun: str) -> None:
     def route(
-        request: Request, entityId: str, report: Range, lookback_days: LookbackDays = DEFAULT_LOOKBACK_DAYS
-    ):  # noqa: N803 - the path parameter's name on the wire
+        request: Request,
+        entityId: str,  # noqa: N803 - the path parameter's name on the wire
+        site: AnalyticsSite,
+        report: Range,
+        lookback_days: LookbackDays = DEFAULT_LOOKBACK_DAYS,
+    ):
         return entity_revenue(
             request.app.state.engine,
             report,
             entity_type=entity_type,
             entity_id=entityId,
+            site_currency=site["currency"],
             lookback_days=lookback_days,
         )
 
@@ -156,6 +161,7 @@ _entity_route("recommendation", "recommendations", "recommendation")
 )
 def breakdown(
     request: Request,
+    site: AnalyticsSite,
     report: Range,
     model: Annotated[
         Model,
@@ -172,8 +178,9 @@ def breakdown(
     `totalRevenue`. Most clicked first, then most seen, then by id; `total` counts every row, `limit` /
     `offset` page them. The top level sums the same figures over every recommendation, per currency."""
     return recommendations_breakdown(
-        request.app.state.engine, report, model=model, lookback_days=lookback_days, limit=limit, offset=offset
-    )
+        request.app.state.engine, report, site_currency=site["currency"], model=model,
+        lookback_days=lookback_days, limit=limit, offset=offset,
+    )  # fmt: skip
 
 
 @router.get(

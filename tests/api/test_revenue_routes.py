@@ -229,6 +229,10 @@ def test_recommendation_revenue_and_an_unknown_id(owner, shop):
     ).json()
     assert (unknown["impressions"], unknown["assistedConversions"]) == (0, 0)
     assert all(m["conversions"] == 0 and m["revenueByCurrency"] == [] for m in unknown["models"])
+    # a card with nothing to total is zero in the site's currency, as on the revenue overview
+    assert {str(m["totalRevenue"]) for m in unknown["models"]} == {
+        str({"amount": "0.00", "currency": "EUR", "mixed": False})
+    }
 
 
 def test_recommendations_breakdown(owner, shop):
