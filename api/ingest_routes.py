@@ -195,7 +195,13 @@ async def _accept_order(request: Request, raw: Any, ctx: Context, hot, settings)
             "The orderId was stored within the duplicate window (DUPLICATE_ORDER); nothing stored."
         )
     },
-    openapi_extra=documented_body(OrderIn, "One order. Money as decimal strings or numbers, kept exact."),
+    openapi_extra=documented_body(
+        OrderIn,
+        (
+            "One order. Money as decimal strings or numbers, kept exact (a JSON number of more than 15 "
+            "significant digits is refused: send it as a string)."
+        ),
+    ),
 )
 async def orders(
     request: Request, caller: PublicSite, hot: HotStateDep, settings: SettingsDep, address: ClientAddress,

@@ -38,9 +38,25 @@ Id = Field(default=None, max_length=MAX_ID_LENGTH)
 AMOUNT_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 
 
+# A JSON number is read as a double, which holds 15 significant digits: past them the number read may
+# not be the one sent (99999999999999.99 reads as ...98), and money is kept exact or refused.
+DOUBLE_DIGITS = 15
+
+
+def _significant_digits(number: float) -> int:
+    """Digits of the shortest text that reads back as ``number`` (a double read from at most 15
+    digits has at most 15 here)."""
+    return len(repr(number).split("e")[0].lstrip("-").replace(".", "").strip("0"))
+
+
 def _amount_text(value: Any) -> Any:
     if isinstance(value, str) and not AMOUNT_TEXT.fullmatch(value):
         raise ValueError("must be a decimal number such as 19.99")
+    if isinstance(value, float) and _significant_digits(value) > DOUBLE_DIGITS:
+        raise ValueError(
+            f"has more than {DOUBLE_DIGITS} significant digits, more than a JSON number keeps exactly: "
+            'send it as a decimal string such as "99999999999999.99"'
+        )
     return value
 
 
@@ -143,7 +159,12 @@ class EventIn(TypedDict):
         ]
     ]
     value: NotRequired[
-        Annotated[Amount | None, Field(description="Money value of the event (decimal string or number).")]
+        Annotated[
+            Amount | None,
+            Field(
+                description="Money value of the event (decimal string, or number of at most 15 significant digits)."
+            ),
+        ]
     ]
 
 

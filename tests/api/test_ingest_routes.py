@@ -184,6 +184,22 @@ def test_an_amount_beyond_any_decimal_is_rejected_by_index(client, app, shop):
     assert query(app, "SELECT event_id FROM events") == [("big-1",)]
 
 
+def test_money_past_a_doubles_digits_is_kept_exact_as_a_string_and_refused_as_a_json_number(
+    client, app, shop
+):
+    url = f"/public/sites/{shop['siteKey']}/orders"
+    headers = {**ORIGIN, "Content-Type": "application/json"}
+    item = [{"productItemCode": "SKU-1", "quantity": 1, "price": "99999999999999.99"}]
+    as_number = orjson.dumps(order("o-num", items=item)).replace(b'"39.98"', b"99999999999999.99")
+    refused = client.post(url, content=as_number, headers=headers)
+    assert (refused.status_code, error_code(refused)) == (400, "INVALID_ORDER"), refused.text
+    assert "decimal string" in refused.json()["error"]["message"]
+    kept = post_order(client, shop, order("o-text", total="99999999999999.99", items=item))
+    assert kept.status_code == 201, kept.text
+    app.state.ingest.flush()
+    assert query(app, "SELECT order_id, total::VARCHAR FROM orders") == [("o-text", "99999999999999.990000")]
+
+
 @pytest.mark.parametrize("sent_at", [5, 1732400000000, True, "1999-12-31T23:59:59Z", "soon"])
 def test_a_sent_at_that_is_not_a_client_clock_refuses_the_batch(client, app, shop, sent_at):
     # A number would be read as epoch seconds and shift every event by decades.

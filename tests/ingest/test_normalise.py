@@ -201,6 +201,8 @@ def test_a_product_code_written_as_a_number_is_kept_as_text():
         ("1.2300000", "1.230000"),
         ("1." + "0" * 40, "1.000000"),  # more zeros than decimal128(24, 6) holds: normalised
         ("99999999999999999.999999", "99999999999999999.999999"),
+        (99999999999999.9, "99999999999999.900000"),  # 15 digits: what a JSON number keeps exactly
+        ("99999999999999.99", "99999999999999.990000"),  # longer: as a string
     ],
 )
 def test_money_is_kept_exact_at_six_decimals(value, stored):
@@ -224,6 +226,9 @@ def test_money_is_kept_exact_at_six_decimals(value, stored):
         ("Infinity", "INVALID_EVENT"),
         ("NaN", "INVALID_EVENT"),
         ("lots", "INVALID_EVENT"),
+        # JSON numbers past a double's 15 digits: refused, not stored as the double read (...98)
+        (orjson.loads(b"99999999999999.99"), "INVALID_EVENT"),
+        (orjson.loads(b"123456789012345678901234567890"), "INVALID_EVENT"),
     ],
 )
 def test_bad_amounts_are_rejected(value, code):
