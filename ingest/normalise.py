@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -257,7 +257,7 @@ def _columns_of(
     kept, derived = [], []
     for index, event in zip(indexes, events, strict=True):
         try:
-            derived.append(batch.derived(event))
+            derived.append(batch.derived(event, index))
         except Rejected as rejected:
             bad[index] = rejected
         else:
@@ -316,6 +316,14 @@ def event_row(raw: Any, ctx: Context) -> dict[str, Any]:
     return rows[0]
 
 
+DAY_US = 86_400_000_000
+EPOCH_DAY = date(1970, 1, 1)
+
+
+def _utc_date(us: int) -> str:
+    return (EPOCH_DAY + timedelta(days=us // DAY_US)).isoformat()
+
+
 class _BatchContext:
     """What every event of one batch shares, computed once."""
 
@@ -325,9 +333,10 @@ class _BatchContext:
         self.received_us = micros(ctx.received_at)
         self.received_date = ctx.received_at.astimezone(UTC).date().isoformat()
 
-    def derived(self, event: Any) -> tuple[Any, ...]:
+    def derived(self, event: Any, index: int) -> tuple[Any, ...]:
         """The log columns that take a rule: ts, date, metadata (JSON), product_item_code,
-        category_path, currency and value; raises Rejected for an event that breaks one."""
+        category_path, currency and value; raises Rejected for an event that breaks one. ``index``:
+        the event's place in its batch."""
         ctx = self.ctx
         name = event.name
         metadata = event.metadata
@@ -365,7 +374,10 @@ class _BatchContext:
             category_path = str(category_path or event.entity_id or UNKNOWN_CATEGORY)
         timestamp = event.timestamp
         if timestamp is None:
-            ts, day = self.received_us, self.received_date
+            # Server time, a microsecond apart per place in the batch: events sent without a time
+            # keep the order they were sent in (journeys, sequences and funnels order by time).
+            ts = self.received_us + index
+            day = self.received_date if ts // DAY_US == self.received_us // DAY_US else _utc_date(ts)
         else:
             moment = event_time(timestamp, ctx)
             ts, day = micros(moment), moment.astimezone(UTC).date().isoformat()

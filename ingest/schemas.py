@@ -133,7 +133,13 @@ class EventIn(TypedDict):
 
     name: Annotated[str, Field(max_length=MAX_NAME_LENGTH, description="A canonical event name.")]
     timestamp: NotRequired[
-        Annotated[datetime | None, Field(description="ISO 8601; server time when absent.")]
+        Annotated[
+            datetime | None,
+            Field(
+                description="ISO 8601; server time when absent (a microsecond apart per place in the batch, "
+                "so events sent without a time keep the batch's order)."
+            ),
+        ]
     ]
     event_id: NotRequired[
         Annotated[str | None, _optional_id("Client-made id; re-sends within 24 h are stored once.")]

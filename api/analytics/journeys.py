@@ -77,8 +77,9 @@ def journeys(
     converted: Converted = None,
 ) -> JourneyPage:
     """Journeys started in the range, newest first. `total` counts every journey matching the filter
-    (for paging); `eventCount` counts the journey's events with each order one purchase;
-    `durationSeconds` runs from the first to the last of them; `entryUrl`/`exitUrl` are the first and
+    (for paging); `eventCount` counts the journey's events with each order one purchase (a purchase
+    event naming an order is that order; one naming another person's order, a forwarded thank-you
+    page, is left out); `durationSeconds` runs from the first to the last of them; `entryUrl`/`exitUrl` are the first and
     last pages seen; `revenue` lists the journey's sales per currency."""
     return list_journeys(request.app.state.engine, query, limit=limit, offset=offset, converted=converted)
 
@@ -158,8 +159,9 @@ def export(
 )
 def journey(request: Request, site: AnalyticsSite, journeyId: str) -> JourneyDetail:
     """One journey by its key (a journeyId, or the sessionId of events without one), whatever its date:
-    the list fields, `events` as recorded in time order (a purchase event for an order included, with
-    its metadata parsed) and `orders`, the sales counted in it. Unknown keys answer 404."""
+    the list fields, `events` as recorded in time order (every purchase event included, with its
+    metadata parsed; `eventCount` is the list's count, see there) and `orders`, the sales counted in
+    it. Unknown keys answer 404."""
     found = get_journey(request.app.state.engine, site_id=site["id"], journey_id=journeyId)
     if found is None:
         raise NotFound(f"No journey '{journeyId}' on this site", code="JOURNEY_NOT_FOUND")

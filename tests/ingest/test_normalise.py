@@ -112,6 +112,29 @@ def test_a_minimal_event_gets_server_time_a_fresh_id_and_empty_metadata():
     assert event_row(event(), ctx())["event_id"] != row["event_id"]
 
 
+def test_events_sent_without_a_time_keep_their_batch_order_a_microsecond_apart():
+    batch = [event(name="page_view", eventId="z"), event(name="nope"), event(name="add_to_cart", eventId="a",
+             metadata={"productItemCode": "P"}), event(timestamp="2024-05-01T11:00:00Z", eventId="m")]  # fmt: skip
+    rows, rejected = event_rows(batch, ctx())
+    assert [i for i, _ in rejected] == [1]
+    # by its place in the batch (the rejected one's included), not by id; a sent time is kept as sent
+    assert [(r["event_id"], r["ts"]) for r in rows] == [
+        ("z", RECEIVED_US), ("a", RECEIVED_US + 2), ("m", RECEIVED_US - 3_600_000_000)
+    ]  # fmt: skip
+    # the same columns from the batch path (the batch workers' msgspec decode)
+    columns, _ = valid_event_log_columns(parse_event_batch(orjson.dumps({"events": [batch[0], batch[2]]})).events,
+                                         ctx())  # fmt: skip
+    assert columns["ts"] == [RECEIVED_US, RECEIVED_US + 1]
+
+
+def test_a_batch_received_just_before_midnight_dates_each_event_by_its_own_time():
+    midnight = datetime(2024, 5, 2, tzinfo=UTC)
+    rows, _ = event_rows([event(), event(), event()], ctx(received_at=midnight - timedelta(microseconds=2)))
+    assert [(r["ts"] - RECEIVED_US, r["date"]) for r in rows] == [
+        (43_199_999_998, "2024-05-01"), (43_199_999_999, "2024-05-01"), (43_200_000_000, "2024-05-02")
+    ]  # fmt: skip
+
+
 def test_date_is_the_utc_date_and_naive_timestamps_are_utc():
     # 01:30 at +02:00 is 23:30 UTC of the day before.
     row = event_row(event(timestamp="2024-05-01T01:30:00+02:00"), ctx())
