@@ -2,11 +2,12 @@
 endpoint measured in the same run.
 
     .venv/bin/python bench/ingest_bench.py [--seconds 20] [--connections 16] [--repeat 1] [--log file]
-        [--paced-rate 80000]
+        [--paced-rate 80000 (the default; 0 skips the paced run)]
 
 Each run sends as fast as the server answers (a closed loop: latency there is queueing at the
-ceiling). `--paced-rate` adds a run of Aisle at about that many events/s (each connection pausing
-between requests; the pause is found by short runs first), where the p99 target applies.
+ceiling). `--paced-rate` (80,000 unless 0) adds a run of Aisle at about that many events/s (each
+connection pausing between requests; the pause is found by short runs first), where the p99 target
+applies.
 
 Needs `wrk` (Debian package `wrk`; installed with apt-get when missing). Prints one JSON document;
 copy the figures into bench/RESULTS.md.
@@ -280,7 +281,11 @@ def main() -> None:
         "state on a second redis-server that does not sync).",
     )  # fmt: skip
     parser.add_argument(
-        "--paced-rate", type=int, help="Also run Aisle paced at about this many events/s (latency at a rate)."
+        "--paced-rate",
+        type=int,
+        default=80_000,
+        help="Also run Aisle paced at about this many events/s, where the p99 target applies (latency at "
+        "a rate; default 80000, the target rate; 0: skip).",
     )
     args = parser.parse_args()
     wrk = ensure_wrk()
