@@ -115,8 +115,7 @@ def load_traffic(
         events.clear()
 
     def send_orders() -> None:
-        ingest.store_orders_sync(orders)
-        counts["orders"] += len(orders)
+        counts["orders"] += len(ingest.store_new_orders_sync(orders, ctx.site_id))
         orders.clear()
 
     def send_consents() -> None:

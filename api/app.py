@@ -28,7 +28,7 @@ from api.analytics.sql import router as sql_router
 from api.auth.routes import router as auth_router
 from api.errors import ERROR_RESPONSE_SCHEMA, install_error_handlers
 from api.hot_path import AisleApp, HotPath
-from api.ingest_routes import accept_event_batch, reclaim_recent_orders
+from api.ingest_routes import accept_event_batch
 from api.ingest_routes import private as tracking_router
 from api.ingest_routes import public as public_ingest_router
 from api.observability import BatchWorkerMetrics, Metrics, RequestObserver, configure_logging
@@ -65,13 +65,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         stream_url=settings.stream_url,
         # On a Redis log the servers only accept; `aisle flush` moves the log to the lake and compacts.
         flush_in_background=settings.stream_url is None,
+        order_window_seconds=settings.order_duplicate_window_seconds,
     )
     engine = Engine(ingest.lake)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):
         ingest.start()
-        reclaim_recent_orders(app.state.hot, ingest, settings.order_duplicate_window_seconds)
         if app.state.batch_workers is not None:
             await app.state.batch_workers.start()
         scheduler = None

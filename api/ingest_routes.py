@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -39,7 +38,6 @@ from ingest.schemas import (
 )
 from ingest.service import Ingest
 from warehouse.catalog import identity_links
-from warehouse.hotstate import HotState
 
 # What every ingestion route may answer besides its own codes, in the one envelope.
 _STORAGE_RESPONSES = {
@@ -149,40 +147,17 @@ async def accept_event_batch(request: Request, site_key: str) -> Response:
     )
 
 
-def _order_claim(site_id: str, order_id: str) -> str:
-    return f"order:{site_id}:{order_id}"
-
-
-def reclaim_recent_orders(hot: HotState, ingest: Ingest, window_seconds: int) -> int:
-    """Claim again, for the rest of their window, the orders received within the duplicate window
-    (on start: an in-process hot state begins empty, and a repeat must still answer 409); returns
-    how many."""
-    claimed = 0
-    for site_id, order_id, age in ingest.recent_orders(window_seconds):
-        hot.claim(_order_claim(site_id, order_id), ttl_seconds=max(1, math.ceil(window_seconds - age)))
-        claimed += 1
-    return claimed
-
-
-async def _accept_order(request: Request, raw: Any, ctx: Context, hot, settings) -> OrderResult:
+async def _accept_order(request: Request, raw: Any, ctx: Context) -> OrderResult:
     ingest = _ingest(request)
     try:
         row = ingest.order(raw, ctx)
     except Rejected as exc:
         raise BadRequest(exc.reason, code=exc.code) from exc
-    claim = _order_claim(ctx.site_id, row["order_id"])
-    # The lake's own orders count too: an import, or an order flushed before the window was claimed.
-    if not hot.claim(claim, ttl_seconds=settings.order_duplicate_window_seconds) or ingest.order_stored(
-        ctx.site_id, row["order_id"]
-    ):
+    # The order id is claimed as the order is logged (an import's, or one in the lake, counts too).
+    if not await _durably(ingest.store_new_order(row, ctx.site_id)):
         raise Conflict(
             f"Order '{row['order_id']}' was already received; it is stored once", code="DUPLICATE_ORDER"
         )
-    try:
-        await _durably(ingest.store_order(row))
-    except ServiceUnavailable:
-        hot.clear(claim)
-        raise
     return OrderResult(order_id=row["order_id"], currency=row["currency"])
 
 
@@ -215,7 +190,7 @@ async def orders(
     )
     throttle(hot, response, limit=Limit("orders-visitor", settings.orders_per_visitor_per_minute, 60),
              subject=f"{caller.site['id']}:{visitor}")  # fmt: skip
-    return await _accept_order(request, raw, _context(caller, sent_at=None), hot, settings)
+    return await _accept_order(request, raw, _context(caller, sent_at=None))
 
 
 @public.post(
@@ -353,8 +328,6 @@ async def track_batch(request: Request, store: StoreDep, principal: CurrentUser)
     dependencies=[require(ANALYTICS_VIEW)],
     openapi_extra=documented_body(TrackOrderIn, "One order plus `siteId`; historical timestamps accepted."),
 )
-async def track_order(
-    request: Request, store: StoreDep, principal: CurrentUser, hot: HotStateDep, settings: SettingsDep
-) -> OrderResult:
+async def track_order(request: Request, store: StoreDep, principal: CurrentUser) -> OrderResult:
     site, order = await _owned_site_and_body(request, store, principal, what="order")
-    return await _accept_order(request, order, _private_context(site, sent_at=None), hot, settings)
+    return await _accept_order(request, order, _private_context(site, sent_at=None))

@@ -11,14 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import redis
 
 from ingest import flusher_process
 from ingest.consent import consent_row
-from ingest.dedupe import RecentKeys, RedisRecentKeys
+from ingest.dedupe import WINDOW_SECONDS, RecentKeys, RedisRecentKeys
 from ingest.event_lines import encode_event_batch, without_events
 from ingest.flusher import Flusher
 from ingest.log import DurableLog, FileChunks, LogReader
@@ -145,6 +142,7 @@ class Ingest:
         events_flusher_process: bool = False,
         stream_url: str | None = None,
         flush_in_background: bool = True,
+        order_window_seconds: int = WINDOW_SECONDS,
     ) -> None:
         """``events_flusher_process``: flush events from a process of their own (``ingest.flusher_process``)
         instead of a thread of this one; the server does, tests that drive an Ingest directly do not.
@@ -152,7 +150,9 @@ class Ingest:
         ``stream_url``: log to Redis Streams there instead of files in ``data_dir``, for API processes
         that share the data directory (ARCHITECTURE.md's scale-out); accepted keys are then claimed in
         Redis. ``flush_in_background`` false makes such a process an API process only: it flushes when
-        asked (``flush``), and the install's one ``aisle flush`` does the rest."""
+        asked (``flush``), and the install's one ``aisle flush`` does the rest.
+
+        ``order_window_seconds``: how long a received order id stays a duplicate (other keys: 24 h)."""
         self.data_dir = data_dir
         self.flush_interval_seconds = flush_interval_seconds
         self.flush_in_background = flush_in_background
@@ -164,16 +164,22 @@ class Ingest:
         self._lock_handle = _lock_data_dir(data_dir) if stream_url is None or flush_in_background else None
         self._events_process: flusher_process.SupervisedProcess | None = None
         self.lake = Lake(data_dir / "lake")
+        windows = {name: order_window_seconds if name == ORDERS.name else WINDOW_SECONDS for name in TABLES}
         if stream_url is None:
             self.logs = {name: DurableLog(data_dir / "log" / name) for name in TABLES}
             # One window per table serves both the accepting side and the flusher's checks.
-            self.keys = {name: RecentKeys() for name in TABLES}
+            self.keys = {name: RecentKeys(window_seconds=windows[name]) for name in TABLES}
             sources = {name: FileChunks(log) for name, log in self.logs.items()}
         else:
             self.logs = {
-                name: StreamLog(self._redis, name, directory=data_dir / "log" / name) for name in TABLES
+                name: StreamLog(
+                    self._redis, name, directory=data_dir / "log" / name, claim_seconds=windows[name]
+                )
+                for name in TABLES
             }
-            self.keys = {name: RedisRecentKeys(self._redis, name) for name in TABLES}
+            self.keys = {
+                name: RedisRecentKeys(self._redis, name, window_seconds=windows[name]) for name in TABLES
+            }
             if not is_bound(self._redis):
                 # A Redis new to this data directory (an install moving from the file log, a Redis
                 # replaced) learns what the lake received within the window, so re-sends of those
@@ -191,7 +197,7 @@ class Ingest:
                 # against what any flush wrote (a Redis log's marks); replays against the lake itself.
                 stored=self.keys[name] if stream_url is None else RecentKeys(),
                 interval_seconds=flush_interval_seconds,
-                claimed_at_accept=table in (EVENTS, CONSENTS),
+                claimed_at_accept=table in (EVENTS, CONSENTS, ORDERS),
                 shared=self.keys[name] if stream_url is not None and table is not EVENTS else None,
                 reload_on_replay=stream_url is not None,
             )
@@ -381,38 +387,38 @@ class Ingest:
                 await self.logs[CONSENTS.name].append(encode([row]))
         return row, not fresh
 
-    def order_stored(self, site_id: str, order_id: str) -> bool:
-        """Whether the lake received this order within the dedupe window (an import, a flush)."""
-        keys = self.keys[ORDERS.name]
-        return not keys.filter_new(keys.keys_of(site_id, [order_id]))[0]
-
     def order(self, raw: Any, ctx: Context) -> dict[str, Any]:
         """Validate and normalise an order (raises Rejected)."""
         return order_row(raw, ctx)
 
-    async def store_order(self, row: dict[str, Any]) -> None:
-        await self.logs[ORDERS.name].append(encode([row]))
+    async def store_new_order(self, row: dict[str, Any], site_id: str) -> bool:
+        """Append the order durably unless its order id was received within the duplicate window
+        (claimed by an earlier request, or in the lake); whether it was appended. The claim is taken
+        with the append, as event ids are: on a Redis log in the one script that logs the line, so no
+        server or Redis crash leaves a claim without its order (re-sends would answer 409 for an order
+        stored nowhere); on a file log in this process's window, which a crash loses with the line."""
+        ids = [row["order_id"]]
+        if claiming := self._claiming(site_id, ids, ORDERS):
+            stream, keys = claiming
+            [fresh] = await stream.append_claiming(encode([row]), keys)
+            return fresh
+        with self._claimed(site_id, ids, ORDERS) as [fresh]:
+            if fresh:
+                await self.logs[ORDERS.name].append(encode([row]))
+        return fresh
 
-    def store_orders_sync(self, rows: list[dict[str, Any]]) -> None:
-        if rows:
-            self.logs[ORDERS.name].append_sync(encode(rows))
-
-    def recent_orders(
-        self, window_seconds: int, *, now: float | None = None
-    ) -> Iterator[tuple[str, str, float]]:
-        """(site id, order id, seconds since it was received) of every order stored in the lake and
-        received within the last ``window_seconds``: on start, the duplicate-order window is rebuilt
-        from these (the log was flushed before)."""
-        now = time.time() if now is None else now
-        horizon = now - window_seconds
-        for path in self.lake.files_written_since(ORDERS, horizon):
-            site_id = self.lake.site_of(path)
-            rows = pq.read_table(path, columns=["order_id", "received_at"])
-            micros = pc.cast(pc.cast(rows["received_at"], pa.int64()), pa.float64())
-            received = pc.divide(micros, 1e6).to_pylist()
-            for order_id, at in zip(rows["order_id"].to_pylist(), received, strict=True):
-                if at >= horizon:
-                    yield site_id, order_id, now - at
+    def store_new_orders_sync(self, rows: list[dict[str, Any]], site_id: str) -> list[dict[str, Any]]:
+        """``store_new_order`` for many orders at once (imports); the rows appended."""
+        ids = [row["order_id"] for row in rows]
+        if claiming := self._claiming(site_id, ids, ORDERS):
+            stream, keys = claiming
+            fresh = stream.append_claiming_sync(encode(rows), keys) if rows else []
+            return list(compress(rows, fresh))
+        with self._claimed(site_id, ids, ORDERS) as fresh:
+            new = list(compress(rows, fresh))
+            if new:
+                self.logs[ORDERS.name].append_sync(encode(new))
+        return new
 
     def accept_orders_sync(
         self, raws: list[Any], ctx: Context, *, stored: list[dict[str, Any]] | None = None
@@ -420,7 +426,9 @@ class Ingest:
         """Bulk path (imports): orders validated one by one, already stored order ids counted as
         duplicates; ``stored``, when given, receives the rows this call stored."""
         rows, rejected, duplicates = self._prepare(ORDERS, raws, ctx, order_rows)
-        self.store_orders_sync(rows)
+        # Claimed as the order routes claim them: an order the routes take meanwhile is a duplicate here.
+        new = self.store_new_orders_sync(rows, ctx.site_id)
+        duplicates += len(rows) - len(new)
         if stored is not None:
-            stored.extend(rows)
-        return BatchResult(accepted=len(rows) + duplicates, rejected=rejected, duplicates=duplicates)
+            stored.extend(new)
+        return BatchResult(accepted=len(new) + duplicates, rejected=rejected, duplicates=duplicates)
