@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import redis
+import sqlalchemy.exc
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -191,6 +192,36 @@ def install_error_handlers(app: FastAPI) -> None:
             status_code=503, headers={"Retry-After": "1"},
         )  # fmt: skip
 
+    async def _store_down(_: Request, exc: Exception) -> JSONResponse:
+        # Sites, keys and users live in the config store: while it is away (PostgreSQL restarting, a
+        # SQLite file locked past the timeout) nothing can be checked, nothing was stored, and the
+        # client retries. A statement the store refuses is our bug, and stays a 500.
+        if not store_unavailable(exc):
+            return unexpected_error(exc)
+        import structlog
+
+        structlog.get_logger("aisle.errors").warning("config_store_unavailable", error=repr(exc))
+        return JSONResponse(
+            error_body("CONFIG_STORE_UNAVAILABLE", "The configuration store is not answering; retry shortly"),
+            status_code=503, headers={"Retry-After": "1"},
+        )  # fmt: skip
+
+    app.add_exception_handler(sqlalchemy.exc.OperationalError, _store_down)
+    app.add_exception_handler(sqlalchemy.exc.InterfaceError, _store_down)
+
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
         return unexpected_error(exc)
+
+
+# SQLite reports a statement it cannot run as an OperationalError too; these are not an outage.
+_STATEMENT_ERRORS = ("syntax error", "no such table", "no such column", "has no column")
+
+
+def store_unavailable(exc: Exception) -> bool:
+    """Whether a config-store error means the store is away (connection refused or lost, a database
+    file locked or unreadable) rather than a statement it refused."""
+    if isinstance(exc, sqlalchemy.exc.InterfaceError) or getattr(exc, "connection_invalidated", False):
+        return True
+    message = str(getattr(exc, "orig", exc)).lower()
+    return not any(marker in message for marker in _STATEMENT_ERRORS)

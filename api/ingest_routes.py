@@ -42,8 +42,9 @@ from warehouse.catalog import identity_links
 # What every ingestion route may answer besides its own codes, in the one envelope.
 _STORAGE_RESPONSES = {
     413: error_response(f"The body is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB once inflated (BODY_TOO_LARGE)."),
-    503: error_response("The rows could not be made durable, or shared state does not answer; nothing was "
-                        "acknowledged: retry after `Retry-After` seconds."),
+    503: error_response("The rows could not be made durable (STORAGE_UNAVAILABLE), or Redis "
+                        "(SHARED_STATE_UNAVAILABLE) or the config store (CONFIG_STORE_UNAVAILABLE) does not "
+                        "answer; nothing was acknowledged: retry after `Retry-After` seconds."),
 }  # fmt: skip
 public = APIRouter(
     prefix="/public/sites/{siteKey}",

@@ -121,11 +121,8 @@ class PostgresServer:
             os.chown(self.dir, user.pw_uid, user.pw_gid)
             self.prefix = ["runuser", "-u", "postgres", "--"]
         self._run([str(bindir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "aisle", "-E", "UTF8"])
-        self._run(
-            [str(bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-w", "-t", "60",
-             "-o", f"-p {self.port} -h 127.0.0.1 -k {self.dir} -F", "start"]
-        )  # fmt: skip
         self.bindir = bindir
+        self.resume()
 
     def _run(self, args: list[str]) -> None:
         subprocess.run(self.prefix + args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -139,6 +136,16 @@ class PostgresServer:
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
+
+    def pause(self) -> None:
+        """Stop the server as a crash would, keeping its data (``resume`` starts it again)."""
+        self._run([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"])
+
+    def resume(self) -> None:
+        self._run(
+            [str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-w", "-t", "60",
+             "-o", f"-p {self.port} -h 127.0.0.1 -k {self.dir} -F", "start"]
+        )  # fmt: skip
 
     def stop(self) -> None:
         subprocess.run(

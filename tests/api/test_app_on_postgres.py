@@ -12,7 +12,7 @@ from alembic.script import ScriptDirectory
 
 from aisle.settings import Settings
 from api.app import create_app
-from tests.servers import LiveServer
+from tests.servers import LiveServer, PostgresServer
 from warehouse.catalog.store import MIGRATIONS_DIR
 
 PASSWORD = "correct horse battery"
@@ -133,3 +133,34 @@ def test_duplicate_registration_is_409_on_postgresql(pg_client):
     )
     assert again.status_code == 409
     assert again.json()["error"]["code"] == "EMAIL_TAKEN"
+
+
+def test_a_config_store_that_stops_answering_is_a_503_to_retry_not_a_500(tmp_path):
+    """Found by a black-box check: with PostgreSQL down, login, the events batch and analytics
+    answered 500 (a Redis outage was already a 503)."""
+    database = PostgresServer()
+    try:
+        settings = Settings(data_dir=tmp_path / "data", database_url=database.create_database("outage"),
+                            jwt_secret="pg-signing-key-" + "z" * 32)  # fmt: skip
+        with (
+            LiveServer(create_app(settings)) as live,
+            httpx.Client(base_url=f"{live.url}/api/v1", timeout=30) as http,
+        ):
+            token = register_and_login(http)["tokens"]["accessToken"]
+            database.pause()
+            answers = [
+                http.post("/auth/login", json={"email": "grace@example.com", "password": PASSWORD}),
+                http.post("/public/sites/sk_unknown/events/batch", json={"events": []},
+                          headers={"Origin": "http://shop.example"}),
+                http.get("/sites", headers={"Authorization": f"Bearer {token}"}),
+            ]  # fmt: skip
+            for answer in answers:
+                assert answer.status_code == 503, answer.text
+                assert answer.json()["error"]["code"] == "CONFIG_STORE_UNAVAILABLE"
+                assert answer.headers["retry-after"] == "1"
+            database.resume()
+            logins = [http.post("/auth/login", json={"email": "grace@example.com", "password": PASSWORD})
+                      for _ in range(3)]  # fmt: skip
+            assert logins[-1].status_code == 200, [r.text for r in logins]
+    finally:
+        database.stop()
