@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -253,3 +255,22 @@ def test_health_is_503_when_redis_is_unreachable(tmp_path):
     assert body["checks"]["redis"]["ok"] is False
     assert "ConnectionError" in body["checks"]["redis"]["error"]
     assert body["checks"]["configStore"]["ok"] is True
+
+
+def test_health_answers_within_its_deadline_when_redis_accepts_but_never_answers(tmp_path):
+    """A stalled Redis (SIGSTOP, a full network buffer) accepts connections and says nothing: a
+    black-box check's probe waited 12 s for the 503."""
+    silent = socket.create_server(("127.0.0.1", 0))  # the kernel accepts connections; nobody answers
+    try:
+        url = f"redis://127.0.0.1:{silent.getsockname()[1]}/0"
+        app = create_app(Settings(data_dir=tmp_path / "data", jwt_secret=SIGNING_KEY, redis_url=url))
+        with LiveServer(app) as live:
+            started = time.monotonic()
+            response = httpx.get(f"{live.url}/api/v1/health", timeout=30)
+            waited = time.monotonic() - started
+    finally:
+        silent.close()
+    assert response.status_code == 503
+    assert response.json()["checks"]["redis"] == {"ok": False, "error": "no answer within 2 s"}
+    assert response.json()["checks"]["configStore"]["ok"] is True
+    assert waited < 4
