@@ -128,12 +128,14 @@ class Flusher:
         claimed_at_accept: bool = False,
         shared: SharedKeys | None = None,
         reload_on_replay: bool = False,
+        halt: threading.Event | None = None,
     ) -> None:
         """``stored``: the keys this flusher checks rows against (loaded from the lake before the
         first check); ``claimed_at_accept``: only replayed lines need a check, the others' keys were
         claimed in ``stored`` when they were accepted; ``shared``: a Redis log's window, which every
         process's flush checks and marks; ``reload_on_replay``: other processes flush too, so a
-        replay checks against the lake as it is now."""
+        replay checks against the lake as it is now; ``halt``: once set, this process may no longer
+        write the lake (a Redis log's writer lease went to another process), and flushes do nothing."""
         self.table = table
         self.source = source
         self.lake = lake
@@ -142,6 +144,7 @@ class Flusher:
         self.interval_seconds = interval_seconds
         self.claimed_at_accept = claimed_at_accept
         self.reload_on_replay = reload_on_replay
+        self.halt = halt
         self._stored_loaded = False
         self._wire_schema = table.wire_schema()
         rows = [f for f in self._wire_schema if f.name not in SHARED_EVENT_COLUMNS]
@@ -169,6 +172,8 @@ class Flusher:
 
     def flush(self) -> int:
         """Move everything durable in the log to the lake now; returns the rows written."""
+        if self.halt is not None and self.halt.is_set():
+            return 0
         written = 0
         with self.lock:
             reloaded = False

@@ -2,7 +2,8 @@
 
 With the durable log in Redis (``AISLE_DURABLE_LOG=redis``) every `aisle serve` only accepts rows;
 this process moves them from the log to Parquet every ``flush_interval_seconds`` and runs compaction,
-as a file log's server does. It holds the data directory's lock, so a second one fails at start.
+as a file log's server does. It holds the data directory's lock and the Redis log's writer lease
+(``ingest.writer_lease``), so a second one fails at start, on this machine or another.
 Whatever a file log of the same data directory still holds (an install that moved to Redis) goes to
 the lake first.
 """
@@ -11,10 +12,12 @@ from __future__ import annotations
 
 import threading
 
+import redis
 import structlog
 
 from aisle.settings import Settings
 from ingest.service import Ingest, check_can_start, flush_file_log
+from ingest.writer_lease import LakeWriterBusy, WriterLease
 from jobs.scheduler import start_scheduler
 from warehouse.catalog.store import create_store_engine
 from warehouse.engine import Engine
@@ -42,13 +45,21 @@ def run(settings: Settings, stop: threading.Event, *, ready: threading.Event | N
     check_can_run(settings)
     if replayed := flush_file_log(settings.data_dir):
         log.info("file_log_flushed", rows=replayed)  # acknowledged before the move to Redis
+    lease = WriterLease(redis.Redis.from_url(settings.stream_url, socket_timeout=3, socket_connect_timeout=3))
+    lease.acquire()  # one writer per Redis log, wherever it runs
     store = create_store_engine(settings.resolved_database_url)
-    ingest = Ingest(
-        data_dir=settings.data_dir,
-        flush_interval_seconds=settings.flush_interval_seconds,
-        stream_url=settings.stream_url,
-        flush_in_background=True,
-    )
+    try:
+        ingest = Ingest(
+            data_dir=settings.data_dir,
+            flush_interval_seconds=settings.flush_interval_seconds,
+            stream_url=settings.stream_url,
+            flush_in_background=True,
+            order_window_seconds=settings.order_duplicate_window_seconds,
+            halt=lease.lost,
+        )
+    except BaseException:
+        lease.release()
+        raise
     engine = Engine(ingest.lake)
     scheduler = None
     try:
@@ -62,10 +73,16 @@ def run(settings: Settings, stop: threading.Event, *, ready: threading.Event | N
         log.info("flushing", data_dir=str(settings.data_dir), interval=settings.flush_interval_seconds)
         if ready is not None:
             ready.set()
-        stop.wait()
+        while not stop.wait(1):
+            if lease.lost.is_set():
+                raise LakeWriterBusy(
+                    "another `aisle flush` took this Redis log's lease (this one could not renew it); "
+                    "stopped without flushing further"
+                )
     finally:
         if scheduler is not None:
             scheduler.shutdown(wait=True)
-        ingest.stop()  # the last flush
+        ingest.stop()  # the last flush (none when the lease went to another writer)
         engine.close()
         store.dispose()
+        lease.release()

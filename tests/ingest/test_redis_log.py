@@ -15,10 +15,12 @@ import pytest
 import redis
 
 from aisle.settings import Settings
+from ingest import writer_lease
 from ingest.log import LogWriteFailed
 from ingest.normalise import Context
 from ingest.service import DataDirBusy, Ingest, flush_file_log
 from ingest.stream_log import LogNotDurable, LogOfAnotherDataDir, StreamLog, stream_key
+from ingest.writer_lease import LakeWriterBusy, WriterLease
 from jobs import lake_writer
 from warehouse.lake import EVENTS, ORDERS
 
@@ -343,3 +345,61 @@ def test_a_consent_re_sent_before_its_flush_is_a_duplicate_on_either_log(tmp_pat
         assert service.flush() == 1
         assert asyncio.run(service.accept_consent(record, ctx()))[1] is True
         assert service.flush() == 0
+
+
+# --- the lake writer's lease: one `aisle flush` per Redis log -----------------------------------------
+
+
+def test_a_second_lake_writer_waits_for_the_lease_and_is_refused_while_it_is_renewed(redis_log_url):
+    client = lambda: redis.Redis.from_url(redis_log_url, socket_timeout=3)  # noqa: E731
+    first = WriterLease(client(), ttl_seconds=2)
+    first.acquire()
+    try:
+        with pytest.raises(LakeWriterBusy, match="another `aisle flush`"):
+            WriterLease(client(), ttl_seconds=2).acquire(wait_seconds=3)  # renewed meanwhile
+    finally:
+        first.release()
+    second = WriterLease(client(), ttl_seconds=2)
+    second.acquire(wait_seconds=0)  # released: at once
+    second.release()
+
+
+def test_a_writer_killed_lets_the_next_in_and_then_knows_it_lost_the_lease(redis_log_url):
+    client = lambda: redis.Redis.from_url(redis_log_url, socket_timeout=3)  # noqa: E731
+    dead = WriterLease(client(), ttl_seconds=1)
+    dead.acquire()
+    dead._stop.set()  # as kill -9 would: no renewal, no release
+    dead._thread.join()
+    successor = WriterLease(client(), ttl_seconds=1)
+    successor.acquire(wait_seconds=5)
+    try:
+        dead._stop.clear()
+        threading.Thread(target=dead._renew, daemon=True).start()  # it wakes up again
+        assert dead.lost.wait(5)
+        assert redis.Redis.from_url(redis_log_url).get("aisle:log:lake-writer").decode() == successor.holder
+    finally:
+        dead._stop.set()
+        successor.release()
+
+
+def test_a_lake_writer_refused_by_the_lease_takes_nothing_from_the_log(tmp_path, redis_log_url, monkeypatch):
+    """A second `aisle flush` on another directory (a copy of the first's `log-id`, another machine)
+    took acknowledged rows into a lake nobody reads (a black-box check)."""
+    data_dir, copy = tmp_path / "data", tmp_path / "copy"
+    server = Ingest(data_dir=data_dir, stream_url=redis_log_url, flush_in_background=False)
+    server.accept_events_sync([event("e-1")], ctx())
+    copy.mkdir()
+    (copy / "log-id").write_text((data_dir / "log-id").read_text())
+    monkeypatch.setattr(writer_lease, "TTL_SECONDS", 1)
+    holder = WriterLease(redis.Redis.from_url(redis_log_url, socket_timeout=3))
+    holder.acquire()  # the real `aisle flush`
+    try:
+        with pytest.raises(LakeWriterBusy):
+            lake_writer.run(
+                Settings(data_dir=copy, redis_url=redis_log_url, durable_log="redis"), threading.Event()
+            )
+    finally:
+        holder.release()
+        server.stop()
+    assert not (copy / "lake").exists()
+    assert redis.Redis.from_url(redis_log_url).xlen(stream_key(EVENTS.name)) == 1
