@@ -27,10 +27,14 @@ LEASE_KEY = "aisle:log:lake-writer"
 TTL_SECONDS = 15
 RENEW_SECONDS = 5
 
-# Renew only our own lease: another writer's (after ours expired) is left alone.
+# Renew our own lease, or take it back when it ran out while Redis was away and nobody took it (a
+# stall longer than the time to live stopped the only writer for good: a black-box check); another
+# writer's is left alone.
 _RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('SET', KEYS[1], ARGV[1], 'XX', 'EX', ARGV[2]) and 1 or 0
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] or not holder then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+  return 1
 end
 return 0
 """

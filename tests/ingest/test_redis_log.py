@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -380,6 +381,20 @@ def test_a_writer_killed_lets_the_next_in_and_then_knows_it_lost_the_lease(redis
     finally:
         dead._stop.set()
         successor.release()
+
+
+def test_a_lease_that_ran_out_while_redis_was_away_is_taken_back_when_nobody_else_took_it(redis_log_url):
+    """A Redis stall longer than the lease's time to live stopped the only writer for good, blaming
+    "another" writer that was itself (a black-box check)."""
+    lease = WriterLease(redis.Redis.from_url(redis_log_url, socket_timeout=3), ttl_seconds=1)
+    lease.acquire()
+    try:
+        redis.Redis.from_url(redis_log_url).delete("aisle:log:lake-writer")  # expired meanwhile
+        time.sleep(1.5)  # a renewal or two
+        assert not lease.lost.is_set()
+        assert redis.Redis.from_url(redis_log_url).get("aisle:log:lake-writer").decode() == lease.holder
+    finally:
+        lease.release()
 
 
 def test_a_lake_writer_refused_by_the_lease_takes_nothing_from_the_log(tmp_path, redis_log_url, monkeypatch):
