@@ -17,6 +17,7 @@ from api.ingest_body import parse_json, read_body, read_json
 from api.openapi_bodies import documented_body
 from api.public.guard import PublicCaller, PublicSite, guard_public_site
 from api.schemas import CamelModel, StrictCamelModel
+from api.store_io import off_loop
 from api.throttle import Limit, throttle, throttle_async
 from ingest.normalise import Context, Rejected, parse_event_batch
 from ingest.schemas import (
@@ -253,11 +254,14 @@ async def identify(
     result = await _durably(_ingest(request).accept_events([event], _context(caller, sent_at=None)))
     if result.rejected:
         raise BadRequest(result.rejected[0].reason, code=result.rejected[0].code)
-    with store.begin() as conn:
-        merged = identity_links.link(
-            conn, site_id=caller.site["id"], visitor_id=body.visitor_id, user_id=body.user_id
-        )
-    return IdentifyOut(success=True, merged=merged)
+
+    def link() -> bool:
+        with store.begin() as conn:
+            return identity_links.link(
+                conn, site_id=caller.site["id"], visitor_id=body.visitor_id, user_id=body.user_id
+            )
+
+    return IdentifyOut(success=True, merged=await off_loop(link))
 
 
 # --- private tracking (Bearer; the site named in the body) -------------------------------------------
@@ -281,7 +285,7 @@ async def _owned_site_and_body(
     raw = await read_json(request)
     if not isinstance(raw, dict) or not isinstance(raw.get("siteId"), str):
         raise BadRequest(f"Body needs `siteId` and the {what}'s fields", code="VALIDATION_FAILED")
-    site = load_owned_site(store, principal, raw["siteId"])
+    site = await off_loop(load_owned_site, store, principal, raw["siteId"])
     return site, {k: v for k, v in raw.items() if k != "siteId"}
 
 
@@ -316,7 +320,7 @@ async def track(request: Request, store: StoreDep, principal: CurrentUser) -> Ba
 )
 async def track_batch(request: Request, store: StoreDep, principal: CurrentUser) -> BatchResult:
     batch = TrackBatchIn.model_validate(await read_json(request))
-    site = load_owned_site(store, principal, batch.site_id)
+    site = await off_loop(load_owned_site, store, principal, batch.site_id)
     return await _durably(
         _ingest(request).accept_events(batch.events, _private_context(site, sent_at=batch.sent_at))
     )

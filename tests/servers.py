@@ -6,6 +6,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -146,6 +147,21 @@ class PostgresServer:
             [str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-w", "-t", "60",
              "-o", f"-p {self.port} -h 127.0.0.1 -k {self.dir} -F", "start"]
         )  # fmt: skip
+
+    def _processes(self) -> list[int]:
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout
+        return [postmaster, *map(int, children.split())]
+
+    def stall(self) -> None:
+        """Stop every server process without closing a connection: the kernel keeps them open and
+        nothing answers (a hung database, not a refusing one)."""
+        for pid in self._processes():
+            os.kill(pid, signal.SIGSTOP)
+
+    def unstall(self) -> None:
+        for pid in self._processes():
+            os.kill(pid, signal.SIGCONT)
 
     def stop(self) -> None:
         subprocess.run(

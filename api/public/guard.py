@@ -11,6 +11,7 @@ from fastapi import Depends, Path, Request
 from api.deps import StoreDep
 from api.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from api.sites import keys
+from api.store_io import off_loop
 from warehouse.catalog import organizations, site_cache
 
 API_KEY_HEADER = "x-aisle-api-key"
@@ -70,8 +71,10 @@ def _check_mobile_key(request: Request, store, site: dict[str, Any]) -> str:
 async def guard_public_site(
     request: Request, store: StoreDep, site_key: str = Path(alias="siteKey")
 ) -> PublicCaller:
-    # Async and cached: this runs on every storefront call, so it stays off the thread pool.
-    site, org = site_cache.site_and_organization(store, site_key)
+    # Async and cached: this runs on every storefront call, so a hit stays off the thread pool; a
+    # miss asks the store from a thread (a stalled store must not hold the event loop).
+    hit = site_cache.cached(site_key)
+    site, org = hit if hit is not None else await off_loop(site_cache.site_and_organization, store, site_key)
     if site is None:
         raise NotFound("Unknown site key", code="SITE_NOT_FOUND")
     if not site["is_verified"]:
@@ -84,7 +87,7 @@ async def guard_public_site(
             raise Forbidden("Origin validation failed", code="ORIGIN_VALIDATION_FAILED")
         channel = "web"
     else:
-        api_key_id = _check_mobile_key(request, store, site)
+        api_key_id = await off_loop(_check_mobile_key, request, store, site)
         channel = "mobile"
     if org is None or not organizations.subscription_is_valid(org):
         raise Forbidden("Subscription is not active", code="SUBSCRIPTION_INVALID")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -162,5 +164,36 @@ def test_a_config_store_that_stops_answering_is_a_503_to_retry_not_a_500(tmp_pat
             logins = [http.post("/auth/login", json={"email": "grace@example.com", "password": PASSWORD})
                       for _ in range(3)]  # fmt: skip
             assert logins[-1].status_code == 200, [r.text for r in logins]
+    finally:
+        database.stop()
+
+
+def test_a_config_store_that_hangs_holds_one_request_not_the_server(tmp_path):
+    """Found by a black-box check: with PostgreSQL stalled, one events batch held the server's event
+    loop, and `/health` did not answer either."""
+    database = PostgresServer()
+    try:
+        settings = Settings(data_dir=tmp_path / "data", database_url=database.create_database("stall"),
+                            jwt_secret="pg-signing-key-" + "z" * 32)  # fmt: skip
+        with (
+            LiveServer(create_app(settings)) as live,
+            httpx.Client(base_url=f"{live.url}/api/v1", timeout=30) as http,
+        ):
+            database.stall()
+            try:
+                with ThreadPoolExecutor(2) as pool:
+                    batch = pool.submit(http.post, "/public/sites/sk_unknown/events/batch", json={"events": []},
+                                        headers={"Origin": "http://shop.example"})  # fmt: skip
+                    time.sleep(0.5)  # the batch waits on the store
+                    started = time.monotonic()
+                    health = http.get("/health")
+                    health_seconds = time.monotonic() - started
+                    refused = batch.result()
+            finally:
+                database.unstall()
+        assert (health.status_code, health.json()["checks"]["configStore"]["ok"]) == (503, False)
+        assert health_seconds < 4
+        assert (refused.status_code, refused.json()["error"]["code"]) == (503, "CONFIG_STORE_UNAVAILABLE")
+        assert refused.headers["retry-after"] == "1"
     finally:
         database.stop()

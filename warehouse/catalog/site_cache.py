@@ -24,13 +24,20 @@ def invalidate() -> None:
         _entries.clear()
 
 
+def cached(site_key: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None] | None:
+    """The fresh entry for ``site_key``, without touching the store; None when there is none."""
+    entry = _entries.get(site_key)
+    if entry and entry[0] > time.monotonic():
+        return entry[1], entry[2]
+    return None
+
+
 def site_and_organization(
     store: Engine, site_key: str
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    if (hit := cached(site_key)) is not None:
+        return hit
     now = time.monotonic()
-    entry = _entries.get(site_key)
-    if entry and entry[0] > now:
-        return entry[1], entry[2]
     from warehouse.catalog import organizations, sites
 
     with store.connect() as conn:
