@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlparse
 
+import sqlalchemy.exc
 from fastapi import Depends, Path, Request
 
 from api.deps import StoreDep
-from api.errors import BadRequest, Forbidden, NotFound, Unauthorized
+from api.errors import BadRequest, Forbidden, NotFound, ServiceUnavailable, Unauthorized, store_unavailable
 from api.sites import keys
 from api.store_io import off_loop
 from warehouse.catalog import organizations, site_cache
@@ -74,7 +75,15 @@ async def guard_public_site(
     # Async and cached: this runs on every storefront call, so a hit stays off the thread pool; a
     # miss asks the store from a thread (a stalled store must not hold the event loop).
     hit = site_cache.cached(site_key)
-    site, org = hit if hit is not None else await off_loop(site_cache.site_and_organization, store, site_key)
+    if hit is None:
+        try:
+            hit = await off_loop(site_cache.site_and_organization, store, site_key)
+        except (ServiceUnavailable, sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError) as exc:
+            # The store is away: a site seen minutes ago keeps its storefront's events coming.
+            hit = site_cache.stale(site_key)
+            if hit is None or not (isinstance(exc, ServiceUnavailable) or store_unavailable(exc)):
+                raise
+    site, org = hit
     if site is None:
         raise NotFound("Unknown site key", code="SITE_NOT_FOUND")
     if not site["is_verified"]:

@@ -14,7 +14,9 @@ from alembic.script import ScriptDirectory
 
 from aisle.settings import Settings
 from api.app import create_app
+from tests.factories import make_store_site
 from tests.servers import LiveServer, PostgresServer
+from warehouse.catalog import site_cache, sites
 from warehouse.catalog.store import MIGRATIONS_DIR
 
 PASSWORD = "correct horse battery"
@@ -195,5 +197,37 @@ def test_a_config_store_that_hangs_holds_one_request_not_the_server(tmp_path):
         assert health_seconds < 4
         assert (refused.status_code, refused.json()["error"]["code"]) == (503, "CONFIG_STORE_UNAVAILABLE")
         assert refused.headers["retry-after"] == "1"
+    finally:
+        database.stop()
+
+
+def test_while_the_config_store_is_away_a_site_seen_minutes_ago_keeps_storing_events(tmp_path):
+    database = PostgresServer()
+    try:
+        settings = Settings(data_dir=tmp_path / "data", database_url=database.create_database("away"),
+                            jwt_secret="pg-signing-key-" + "z" * 32)  # fmt: skip
+        app = create_app(settings)
+        with app.state.store.begin() as conn:
+            site = make_store_site(conn)
+            sites.update_fields(conn, site_id=site["id"], is_verified=True)
+        url = f"/public/sites/{site['site_key']}/events/batch"
+        origin = {"Origin": "https://shop.example.com"}
+        event = lambda n: {"name": "page_view", "eventId": f"e-{n}", "visitorId": "v", "sessionId": "s"}  # noqa: E731
+        with LiveServer(app) as live, httpx.Client(base_url=f"{live.url}/api/v1", timeout=30) as http:
+            assert http.post(url, json={"events": [event(1)]}, headers=origin).status_code == 200
+            database.pause()
+            try:
+                time.sleep(site_cache.TTL_SECONDS + 0.2)  # the cached entry is past its time to live
+                kept = http.post(url, json={"events": [event(2)]}, headers=origin)
+                unknown = http.post(
+                    "/public/sites/sk_unknown/events/batch", json={"events": []}, headers=origin
+                )
+            finally:
+                database.resume()
+            app.state.ingest.flush()
+            stored = app.state.engine.cursor().execute("SELECT event_id FROM events ORDER BY 1").fetchall()
+        assert kept.status_code == 200, kept.text
+        assert (unknown.status_code, unknown.json()["error"]["code"]) == (503, "CONFIG_STORE_UNAVAILABLE")
+        assert stored == [("e-1",), ("e-2",)]
     finally:
         database.stop()

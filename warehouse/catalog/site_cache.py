@@ -1,7 +1,8 @@
 """A short-lived cache of (site, organisation) by site key, for the public guard's hot path.
 
 Writes to sites and organisations in this process clear it at once (the repositories call
-``invalidate``); other processes of a scaled-out deployment see a change within ``TTL_SECONDS``.
+``invalidate``); other processes of a scaled-out deployment see a change within ``TTL_SECONDS``, or
+once the store answers again when it is away (``stale``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from typing import Any
 from sqlalchemy import Engine
 
 TTL_SECONDS = 2.0
+# While the store does not answer, an entry this much past its time to live still serves the
+# storefront's calls: its events are stored instead of refused for the length of an outage.
+STALE_SECONDS = 300.0
 MAX_ENTRIES = 10_000
 
 _lock = threading.Lock()
@@ -28,6 +32,14 @@ def cached(site_key: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]
     """The fresh entry for ``site_key``, without touching the store; None when there is none."""
     entry = _entries.get(site_key)
     if entry and entry[0] > time.monotonic():
+        return entry[1], entry[2]
+    return None
+
+
+def stale(site_key: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None] | None:
+    """The entry for ``site_key`` up to ``STALE_SECONDS`` past its time to live (for outages)."""
+    entry = _entries.get(site_key)
+    if entry and entry[0] + STALE_SECONDS > time.monotonic():
         return entry[1], entry[2]
     return None
 
