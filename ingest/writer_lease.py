@@ -15,13 +15,11 @@ import socket
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import redis
 import structlog
 
-from ingest.stream_log import LogOfAnotherDataDir, RedisLogRefused, _text
-from warehouse.lake import fsync_path
+from ingest.stream_log import RedisLogRefused
 
 log = structlog.get_logger("aisle.flush")
 
@@ -50,33 +48,11 @@ class LakeWriterBusy(RedisLogRefused):
     """Another `aisle flush` writes this Redis log's lake."""
 
 
-class NotTheLakesDirectory(LogOfAnotherDataDir):
-    """A data directory that is not the one the log's lake writer last wrote (a copy of it)."""
-
-
-# The writer's mark, rotated at every renewal in Redis (the current and the previous one) and then in
-# the data directory: a writer about to take over checks that its directory holds one of the two. A
-# copy of the directory holds a mark from when it was copied, long rotated away; the directory
-# itself (or the same one mounted on a standby machine) holds the newest, or the one before when its
-# writer died between the two writes.
-MARK_KEY, PREVIOUS_MARK_KEY = "aisle:log:lake-mark", "aisle:log:lake-mark-previous"
-MARK_FILE = "lake-mark"
-_ROTATE = """
-local current = redis.call('GET', KEYS[1])
-if current then redis.call('SET', KEYS[2], current) end
-redis.call('SET', KEYS[1], ARGV[1])
-return 1
-"""
-
-
 class WriterLease:
-    def __init__(
-        self, client: redis.Redis, *, ttl_seconds: int | None = None, data_dir: Path | None = None
-    ) -> None:
+    def __init__(self, client: redis.Redis, *, ttl_seconds: int | None = None) -> None:
         """``client``: the Redis log's, with a short socket timeout (a renewal must answer well within
-        the time to live); ``data_dir``: the lake's directory, whose mark is checked and rotated."""
+        the time to live)."""
         self.client = client
-        self.data_dir = data_dir
         self.ttl_seconds = ttl_seconds or TTL_SECONDS
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lost = threading.Event()
@@ -98,40 +74,8 @@ class WriterLease:
                 )
             log.info("waiting_for_lake_writer_lease", holder=holder)
             time.sleep(1)
-        try:
-            self._check_mark()
-            self._rotate_mark()
-        except BaseException:
-            with contextlib.suppress(redis.RedisError):
-                self.client.eval(_RELEASE, 1, LEASE_KEY, self.holder)
-            raise
         self._thread = threading.Thread(target=self._renew, name="lake-writer-lease", daemon=True)
         self._thread.start()
-
-    def _check_mark(self) -> None:
-        if self.data_dir is None:
-            return
-        known = {_text(m) for m in self.client.mget(MARK_KEY, PREVIOUS_MARK_KEY) if m is not None}
-        path = self.data_dir / MARK_FILE
-        ours = path.read_text().strip() if path.exists() else None
-        # No mark in Redis: the first writer (or a Redis new to the install). No mark here: a
-        # directory written before marks existed.
-        if known and ours is not None and ours not in known:
-            raise NotTheLakesDirectory(
-                f"{self.data_dir.resolve()} is not the data directory this Redis log's lake writer last wrote "
-                "(its lake mark is old: a copy?); a standby `aisle flush` must mount the same directory"
-            )
-
-    def _rotate_mark(self) -> None:
-        if self.data_dir is None:
-            return
-        mark = uuid.uuid4().hex
-        self.client.eval(_ROTATE, 2, MARK_KEY, PREVIOUS_MARK_KEY, mark)
-        temp = self.data_dir / f".{MARK_FILE}-{mark}.tmp"
-        temp.write_text(mark)
-        fsync_path(temp)
-        os.replace(temp, self.data_dir / MARK_FILE)
-        fsync_path(self.data_dir)
 
     def _renew(self) -> None:
         while not self._stop.wait(min(RENEW_SECONDS, self.ttl_seconds / 3)):
@@ -144,10 +88,6 @@ class WriterLease:
                 log.error("lake_writer_lease_lost", holder=self.holder)
                 self.lost.set()
                 return
-            try:
-                self._rotate_mark()
-            except (OSError, redis.RedisError) as exc:  # the next renewal rotates it
-                log.warning("lake_mark_not_rotated", error=repr(exc))
 
     def release(self) -> None:
         self._stop.set()

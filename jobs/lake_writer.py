@@ -45,10 +45,7 @@ def run(settings: Settings, stop: threading.Event, *, ready: threading.Event | N
     check_can_run(settings)
     if replayed := flush_file_log(settings.data_dir):
         log.info("file_log_flushed", rows=replayed)  # acknowledged before the move to Redis
-    lease = WriterLease(
-        redis.Redis.from_url(settings.stream_url, socket_timeout=3, socket_connect_timeout=3),
-        data_dir=settings.data_dir,
-    )
+    lease = WriterLease(redis.Redis.from_url(settings.stream_url, socket_timeout=3, socket_connect_timeout=3))
     lease.acquire()  # one writer per Redis log, wherever it runs
     store = create_store_engine(settings.resolved_database_url)
     try:
