@@ -261,7 +261,7 @@ async def identify(
                 conn, site_id=caller.site["id"], visitor_id=body.visitor_id, user_id=body.user_id
             )
 
-    return IdentifyOut(success=True, merged=await off_loop(link))
+    return IdentifyOut(success=True, merged=await off_loop(store, link))
 
 
 # --- private tracking (Bearer; the site named in the body) -------------------------------------------
@@ -285,7 +285,7 @@ async def _owned_site_and_body(
     raw = await read_json(request)
     if not isinstance(raw, dict) or not isinstance(raw.get("siteId"), str):
         raise BadRequest(f"Body needs `siteId` and the {what}'s fields", code="VALIDATION_FAILED")
-    site = await off_loop(load_owned_site, store, principal, raw["siteId"])
+    site = await off_loop(store, load_owned_site, store, principal, raw["siteId"])
     return site, {k: v for k, v in raw.items() if k != "siteId"}
 
 
@@ -320,7 +320,7 @@ async def track(request: Request, store: StoreDep, principal: CurrentUser) -> Ba
 )
 async def track_batch(request: Request, store: StoreDep, principal: CurrentUser) -> BatchResult:
     batch = TrackBatchIn.model_validate(await read_json(request))
-    site = await off_loop(load_owned_site, store, principal, batch.site_id)
+    site = await off_loop(store, load_owned_site, store, principal, batch.site_id)
     return await _durably(
         _ingest(request).accept_events(batch.events, _private_context(site, sent_at=batch.sent_at))
     )

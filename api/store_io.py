@@ -9,21 +9,37 @@ after ``DEADLINE_SECONDS``.
 from __future__ import annotations
 
 import asyncio
+import time
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from sqlalchemy import Engine
 
 from api.errors import ServiceUnavailable
 
 DEADLINE_SECONDS = 5.0
+# After a call ran out of time, the store is taken as away for this long: calls fail at once instead
+# of each waiting out the deadline (an identify, a lookup then a link, took two deadlines).
+AWAY_SECONDS = 5.0
 T = TypeVar("T")
+_away_until: weakref.WeakKeyDictionary[Engine, float] = weakref.WeakKeyDictionary()
 
 
-async def off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+def _unavailable() -> ServiceUnavailable:
+    return ServiceUnavailable(
+        "The configuration store is not answering; retry shortly",
+        code="CONFIG_STORE_UNAVAILABLE",
+        headers={"Retry-After": "1"},
+    )
+
+
+async def off_loop(store: Engine, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)``, a call to ``store``, from a thread within the deadline."""
+    if time.monotonic() < _away_until.get(store, 0.0):
+        raise _unavailable()
     try:
         return await asyncio.wait_for(asyncio.to_thread(fn, *args, **kwargs), DEADLINE_SECONDS)
     except TimeoutError:
-        raise ServiceUnavailable(
-            "The configuration store is not answering; retry shortly",
-            code="CONFIG_STORE_UNAVAILABLE",
-            headers={"Retry-After": "1"},
-        ) from None
+        _away_until[store] = time.monotonic() + AWAY_SECONDS
+        raise _unavailable() from None

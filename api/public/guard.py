@@ -77,7 +77,7 @@ async def guard_public_site(
     hit = site_cache.cached(site_key)
     if hit is None:
         try:
-            hit = await off_loop(site_cache.site_and_organization, store, site_key)
+            hit = await off_loop(store, site_cache.site_and_organization, store, site_key)
         except (ServiceUnavailable, sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError) as exc:
             # The store is away: a site seen minutes ago keeps its storefront's events coming.
             hit = site_cache.stale(site_key)
@@ -96,7 +96,7 @@ async def guard_public_site(
             raise Forbidden("Origin validation failed", code="ORIGIN_VALIDATION_FAILED")
         channel = "web"
     else:
-        api_key_id = await off_loop(_check_mobile_key, request, store, site)
+        api_key_id = await off_loop(store, _check_mobile_key, request, store, site)
         channel = "mobile"
     if org is None or not organizations.subscription_is_valid(org):
         raise Forbidden("Subscription is not active", code="SUBSCRIPTION_INVALID")

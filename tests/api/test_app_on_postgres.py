@@ -191,12 +191,19 @@ def test_a_config_store_that_hangs_holds_one_request_not_the_server(tmp_path):
                     health = http.get("/health")
                     health_seconds = time.monotonic() - started
                     refused = batch.result()
+                # the store is known to be away now: the next call fails at once, not after a deadline
+                started = time.monotonic()
+                again = http.post("/public/sites/sk_other/events/batch", json={"events": []},
+                                  headers={"Origin": "http://shop.example"})  # fmt: skip
+                again_seconds = time.monotonic() - started
             finally:
                 database.unstall()
         assert (health.status_code, health.json()["checks"]["configStore"]["ok"]) == (503, False)
         assert health_seconds < 4
         assert (refused.status_code, refused.json()["error"]["code"]) == (503, "CONFIG_STORE_UNAVAILABLE")
         assert refused.headers["retry-after"] == "1"
+        assert (again.status_code, again.json()["error"]["code"]) == (503, "CONFIG_STORE_UNAVAILABLE")
+        assert again_seconds < 2
     finally:
         database.stop()
 
