@@ -14,9 +14,10 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import sqlalchemy.exc
 from sqlalchemy import Engine
 
-from api.errors import ServiceUnavailable
+from api.errors import ServiceUnavailable, store_unavailable
 
 DEADLINE_SECONDS = 5.0
 # After a call ran out of time, the store is taken as away for this long: calls fail at once instead
@@ -35,7 +36,8 @@ def _unavailable() -> ServiceUnavailable:
 
 
 async def off_loop(store: Engine, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)``, a call to ``store``, from a thread within the deadline."""
+    """``fn(*args, **kwargs)``, a call to ``store``, from a thread within the deadline; a store that
+    is away (out of time, or refusing: ``store_unavailable``) is one ``ServiceUnavailable``."""
     if time.monotonic() < _away_until.get(store, 0.0):
         raise _unavailable()
     try:
@@ -43,3 +45,7 @@ async def off_loop(store: Engine, fn: Callable[..., T], *args: Any, **kwargs: An
     except TimeoutError:
         _away_until[store] = time.monotonic() + AWAY_SECONDS
         raise _unavailable() from None
+    except (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError) as exc:
+        if not store_unavailable(exc):
+            raise
+        raise _unavailable() from exc

@@ -6,11 +6,10 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlparse
 
-import sqlalchemy.exc
 from fastapi import Depends, Path, Request
 
 from api.deps import StoreDep
-from api.errors import BadRequest, Forbidden, NotFound, ServiceUnavailable, Unauthorized, store_unavailable
+from api.errors import BadRequest, Forbidden, NotFound, ServiceUnavailable, Unauthorized
 from api.sites import keys
 from api.store_io import off_loop
 from warehouse.catalog import organizations, site_cache
@@ -78,10 +77,10 @@ async def guard_public_site(
     if hit is None:
         try:
             hit = await off_loop(store, site_cache.site_and_organization, store, site_key)
-        except (ServiceUnavailable, sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError) as exc:
+        except ServiceUnavailable:
             # The store is away: a site seen minutes ago keeps its storefront's events coming.
             hit = site_cache.stale(site_key)
-            if hit is None or not (isinstance(exc, ServiceUnavailable) or store_unavailable(exc)):
+            if hit is None:
                 raise
     site, org = hit
     if site is None:
