@@ -34,10 +34,6 @@ class HotState(Protocol):
 
     def clear(self, key: str) -> None: ...
 
-    def claim(self, key: str, *, ttl_seconds: int) -> bool:
-        """Set ``key`` for ``ttl_seconds`` unless it is already set; True when this call set it."""
-        ...
-
     def get_value(self, key: str) -> bytes | None: ...
 
     def set_value(self, key: str, value: bytes, *, ttl_seconds: int) -> None: ...
@@ -54,7 +50,6 @@ class InProcessHotState:
         self._clock = clock
         self._lock = threading.Lock()
         self._counters: dict[str, tuple[int, float]] = {}
-        self._claims: dict[str, float] = {}
         self._values: dict[str, tuple[bytes, float]] = {}
 
     def _live(self, key: str, now: float) -> tuple[int, float] | None:
@@ -87,16 +82,6 @@ class InProcessHotState:
     def clear(self, key: str) -> None:
         with self._lock:
             self._counters.pop(key, None)
-            self._claims.pop(key, None)
-
-    def claim(self, key: str, *, ttl_seconds: int) -> bool:
-        with self._lock:
-            now = self._clock()
-            expires = self._claims.get(key)
-            if expires is not None and expires > now:
-                return False
-            self._claims[key] = now + ttl_seconds
-            return True
 
     def get_value(self, key: str) -> bytes | None:
         with self._lock:
@@ -185,9 +170,6 @@ class RedisHotState:
 
     def clear(self, key: str) -> None:
         self._redis.delete(self._prefix + key)
-
-    def claim(self, key: str, *, ttl_seconds: int) -> bool:
-        return bool(self._redis.set(self._prefix + key, b"1", nx=True, ex=ttl_seconds))
 
     def get_value(self, key: str) -> bytes | None:
         return self._redis.get(self._prefix + "v:" + key)

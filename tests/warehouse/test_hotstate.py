@@ -95,30 +95,6 @@ def test_clear_forgets_a_counter(backend):
     hot.clear("no-such-key")  # clearing nothing is fine
 
 
-def test_claim_is_set_if_absent(backend):
-    hot = backend.hot
-    assert hot.claim("order:1", ttl_seconds=60) is True
-    assert hot.claim("order:1", ttl_seconds=60) is False
-    assert hot.claim("order:1", ttl_seconds=60) is False
-    assert hot.claim("order:2", ttl_seconds=60) is True
-
-
-def test_a_claim_expires_after_its_ttl(backend):
-    hot = backend.hot
-    assert hot.claim("k", ttl_seconds=1) is True
-    assert hot.claim("k", ttl_seconds=1) is False
-    backend.advance(1.2)
-    assert hot.claim("k", ttl_seconds=1) is True
-    assert hot.claim("k", ttl_seconds=1) is False
-
-
-def test_clear_releases_a_claim(backend):
-    hot = backend.hot
-    assert hot.claim("k", ttl_seconds=60) is True
-    hot.clear("k")
-    assert hot.claim("k", ttl_seconds=60) is True
-
-
 def test_concurrent_hits_are_counted_exactly(backend):
     hot = backend.hot
     counts: list[int] = []
@@ -156,26 +132,6 @@ def test_hits_from_the_event_loop_count_with_the_others_exactly(backend):
     assert hot.hit("loop", window_seconds=60).count == 202
 
 
-def test_concurrent_claims_have_exactly_one_winner(backend):
-    hot = backend.hot
-    results: list[bool] = []
-    lock = threading.Lock()
-    start = threading.Barrier(8)
-
-    def worker() -> None:
-        start.wait()
-        won = hot.claim("race", ttl_seconds=60)
-        with lock:
-            results.append(won)
-
-    threads = [threading.Thread(target=worker) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert sorted(results) == [False] * 7 + [True]
-
-
 def test_ping_answers(backend):
     assert backend.hot.ping() is None
 
@@ -192,14 +148,12 @@ def test_redis_ping_fails_when_nothing_listens():
 
 
 @pytest.mark.redis
-def test_two_redis_clients_share_counters_and_claims(redis_server):
+def test_two_redis_clients_share_counters(redis_server):
     prefix = f"test-{uuid.uuid4().hex}:"
     one = RedisHotState(redis_server.url, prefix=prefix)
     two = RedisHotState(redis_server.url, prefix=prefix)
     one.hit("shared", window_seconds=60)
     assert two.hit("shared", window_seconds=60).count == 2
-    assert one.claim("once", ttl_seconds=60) is True
-    assert two.claim("once", ttl_seconds=60) is False
 
 
 # --- cached values (the same contract on both backends) ------------------------------------------
