@@ -1,7 +1,7 @@
-"""Hot state: throttle counters and short-lived windows, in Redis when configured, in process otherwise.
+"""Hot state: throttle counters and cached values, in Redis when configured, in process otherwise.
 
 Both implementations answer the same calls with the same semantics (fixed windows that start at the
-first hit), so the throttles and duplicate windows behave identically on one machine and on many.
+first hit), so the throttles and caches behave identically on one machine and on many.
 """
 
 from __future__ import annotations
