@@ -139,102 +139,98 @@ def test_duplicate_registration_is_409_on_postgresql(pg_client):
     assert again.json()["error"]["code"] == "EMAIL_TAKEN"
 
 
-def test_a_config_store_that_stops_answering_is_a_503_to_retry_not_a_500(tmp_path):
+# --- a PostgreSQL of the test's own, to stop or stall (the shared one serves every other test) --------
+
+
+@pytest.fixture
+def own_database() -> Iterator[PostgresServer]:
+    database = PostgresServer()
+    yield database
+    database.stop()
+
+
+@pytest.fixture
+def own_app(tmp_path: Path, own_database: PostgresServer):
+    return create_app(Settings(data_dir=tmp_path / "data", database_url=own_database.create_database("aisle"),
+                               jwt_secret="pg-signing-key-" + "z" * 32))  # fmt: skip
+
+
+@pytest.fixture
+def own_client(own_app) -> Iterator[httpx.Client]:
+    with LiveServer(own_app) as live, httpx.Client(base_url=f"{live.url}/api/v1", timeout=30) as http:
+        yield http
+
+
+def test_a_config_store_that_stops_answering_is_a_503_to_retry_not_a_500(own_database, own_client):
     """Found by a black-box check: with PostgreSQL down, login, the events batch and analytics
     answered 500 (a Redis outage was already a 503)."""
-    database = PostgresServer()
-    try:
-        settings = Settings(data_dir=tmp_path / "data", database_url=database.create_database("outage"),
-                            jwt_secret="pg-signing-key-" + "z" * 32)  # fmt: skip
-        with (
-            LiveServer(create_app(settings)) as live,
-            httpx.Client(base_url=f"{live.url}/api/v1", timeout=30) as http,
-        ):
-            token = register_and_login(http)["tokens"]["accessToken"]
-            database.pause()
-            answers = [
-                http.post("/auth/login", json={"email": "grace@example.com", "password": PASSWORD}),
-                http.post("/public/sites/sk_unknown/events/batch", json={"events": []},
-                          headers={"Origin": "http://shop.example"}),
-                http.get("/sites", headers={"Authorization": f"Bearer {token}"}),
-            ]  # fmt: skip
-            for answer in answers:
-                assert answer.status_code == 503, answer.text
-                assert answer.json()["error"]["code"] == "CONFIG_STORE_UNAVAILABLE"
-                assert answer.headers["retry-after"] == "1"
-            database.resume()
-            logins = [http.post("/auth/login", json={"email": "grace@example.com", "password": PASSWORD})
-                      for _ in range(3)]  # fmt: skip
-            assert logins[-1].status_code == 200, [r.text for r in logins]
-    finally:
-        database.stop()
+    http = own_client
+    token = register_and_login(http)["tokens"]["accessToken"]
+    own_database.pause()
+    answers = [
+        http.post("/auth/login", json={"email": "grace@example.com", "password": PASSWORD}),
+        http.post("/public/sites/sk_unknown/events/batch", json={"events": []},
+                  headers={"Origin": "http://shop.example"}),
+        http.get("/sites", headers={"Authorization": f"Bearer {token}"}),
+    ]  # fmt: skip
+    for answer in answers:
+        assert answer.status_code == 503, answer.text
+        assert answer.json()["error"]["code"] == "CONFIG_STORE_UNAVAILABLE"
+        assert answer.headers["retry-after"] == "1"
+    own_database.resume()
+    logins = [http.post("/auth/login", json={"email": "grace@example.com", "password": PASSWORD})
+              for _ in range(3)]  # fmt: skip
+    assert logins[-1].status_code == 200, [r.text for r in logins]
 
 
-def test_a_config_store_that_hangs_holds_one_request_not_the_server(tmp_path):
+def test_a_config_store_that_hangs_holds_one_request_not_the_server(own_database, own_client):
     """Found by a black-box check: with PostgreSQL stalled, one events batch held the server's event
     loop, and `/health` did not answer either."""
-    database = PostgresServer()
+    http = own_client
+    own_database.stall()
     try:
-        settings = Settings(data_dir=tmp_path / "data", database_url=database.create_database("stall"),
-                            jwt_secret="pg-signing-key-" + "z" * 32)  # fmt: skip
-        with (
-            LiveServer(create_app(settings)) as live,
-            httpx.Client(base_url=f"{live.url}/api/v1", timeout=30) as http,
-        ):
-            database.stall()
-            try:
-                with ThreadPoolExecutor(2) as pool:
-                    batch = pool.submit(http.post, "/public/sites/sk_unknown/events/batch", json={"events": []},
-                                        headers={"Origin": "http://shop.example"})  # fmt: skip
-                    time.sleep(0.5)  # the batch waits on the store
-                    started = time.monotonic()
-                    health = http.get("/health")
-                    health_seconds = time.monotonic() - started
-                    refused = batch.result()
-                # the store is known to be away now: the next call fails at once, not after a deadline
-                started = time.monotonic()
-                again = http.post("/public/sites/sk_other/events/batch", json={"events": []},
-                                  headers={"Origin": "http://shop.example"})  # fmt: skip
-                again_seconds = time.monotonic() - started
-            finally:
-                database.unstall()
-        assert (health.status_code, health.json()["checks"]["configStore"]["ok"]) == (503, False)
-        assert health_seconds < 4
-        assert (refused.status_code, refused.json()["error"]["code"]) == (503, "CONFIG_STORE_UNAVAILABLE")
-        assert refused.headers["retry-after"] == "1"
-        assert (again.status_code, again.json()["error"]["code"]) == (503, "CONFIG_STORE_UNAVAILABLE")
-        assert again_seconds < 2
+        with ThreadPoolExecutor(2) as pool:
+            batch = pool.submit(http.post, "/public/sites/sk_unknown/events/batch", json={"events": []},
+                                headers={"Origin": "http://shop.example"})  # fmt: skip
+            time.sleep(0.5)  # the batch waits on the store
+            started = time.monotonic()
+            health = http.get("/health")
+            health_seconds = time.monotonic() - started
+            refused = batch.result()
+        # the store is known to be away now: the next call fails at once, not after a deadline
+        started = time.monotonic()
+        again = http.post("/public/sites/sk_other/events/batch", json={"events": []},
+                          headers={"Origin": "http://shop.example"})  # fmt: skip
+        again_seconds = time.monotonic() - started
     finally:
-        database.stop()
+        own_database.unstall()
+    assert (health.status_code, health.json()["checks"]["configStore"]["ok"]) == (503, False)
+    assert health_seconds < 4
+    assert (refused.status_code, refused.json()["error"]["code"]) == (503, "CONFIG_STORE_UNAVAILABLE")
+    assert refused.headers["retry-after"] == "1"
+    assert (again.status_code, again.json()["error"]["code"]) == (503, "CONFIG_STORE_UNAVAILABLE")
+    assert again_seconds < 2
 
 
-def test_while_the_config_store_is_away_a_site_seen_minutes_ago_keeps_storing_events(tmp_path):
-    database = PostgresServer()
+def test_while_the_config_store_is_away_a_site_seen_minutes_ago_keeps_storing_events(
+    own_database, own_app, own_client
+):
+    with own_app.state.store.begin() as conn:
+        site = make_store_site(conn)
+        sites.update_fields(conn, site_id=site["id"], is_verified=True)
+    http, url = own_client, f"/public/sites/{site['site_key']}/events/batch"
+    origin = {"Origin": "https://shop.example.com"}
+    event = lambda n: {"name": "page_view", "eventId": f"e-{n}", "visitorId": "v", "sessionId": "s"}  # noqa: E731
+    assert http.post(url, json={"events": [event(1)]}, headers=origin).status_code == 200
+    own_database.pause()
     try:
-        settings = Settings(data_dir=tmp_path / "data", database_url=database.create_database("away"),
-                            jwt_secret="pg-signing-key-" + "z" * 32)  # fmt: skip
-        app = create_app(settings)
-        with app.state.store.begin() as conn:
-            site = make_store_site(conn)
-            sites.update_fields(conn, site_id=site["id"], is_verified=True)
-        url = f"/public/sites/{site['site_key']}/events/batch"
-        origin = {"Origin": "https://shop.example.com"}
-        event = lambda n: {"name": "page_view", "eventId": f"e-{n}", "visitorId": "v", "sessionId": "s"}  # noqa: E731
-        with LiveServer(app) as live, httpx.Client(base_url=f"{live.url}/api/v1", timeout=30) as http:
-            assert http.post(url, json={"events": [event(1)]}, headers=origin).status_code == 200
-            database.pause()
-            try:
-                time.sleep(site_cache.TTL_SECONDS + 0.2)  # the cached entry is past its time to live
-                kept = http.post(url, json={"events": [event(2)]}, headers=origin)
-                unknown = http.post(
-                    "/public/sites/sk_unknown/events/batch", json={"events": []}, headers=origin
-                )
-            finally:
-                database.resume()
-            app.state.ingest.flush()
-            stored = app.state.engine.cursor().execute("SELECT event_id FROM events ORDER BY 1").fetchall()
-        assert kept.status_code == 200, kept.text
-        assert (unknown.status_code, unknown.json()["error"]["code"]) == (503, "CONFIG_STORE_UNAVAILABLE")
-        assert stored == [("e-1",), ("e-2",)]
+        time.sleep(site_cache.TTL_SECONDS + 0.2)  # the cached entry is past its time to live
+        kept = http.post(url, json={"events": [event(2)]}, headers=origin)
+        unknown = http.post("/public/sites/sk_unknown/events/batch", json={"events": []}, headers=origin)
     finally:
-        database.stop()
+        own_database.resume()
+    own_app.state.ingest.flush()
+    stored = own_app.state.engine.cursor().execute("SELECT event_id FROM events ORDER BY 1").fetchall()
+    assert kept.status_code == 200, kept.text
+    assert (unknown.status_code, unknown.json()["error"]["code"]) == (503, "CONFIG_STORE_UNAVAILABLE")
+    assert stored == [("e-1",), ("e-2",)]
