@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from contextlib import asynccontextmanager
 
+import redis
 from fastapi import FastAPI
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -39,6 +40,7 @@ from api.routes.admin import router as admin_router
 from api.routes.health import router as health_router
 from api.sites.routes import router as sites_router
 from ingest.batch_worker import BatchWorkers
+from ingest.lake_readers import ReaderPresence
 from ingest.service import Ingest
 from jobs.mail import Outbox
 from jobs.scheduler import start_scheduler
@@ -69,8 +71,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     engine = Engine(ingest.lake)
 
+    # A server of a Redis log says so and records the lake writer's marks in its data directory, so
+    # that a writer given a copy of the directory knows it (``ingest.lake_readers``). Registered
+    # before the server accepts a row.
+    presence = (
+        ReaderPresence(
+            redis.Redis.from_url(settings.stream_url, socket_timeout=3, socket_connect_timeout=3),
+            settings.data_dir,
+        )
+        if settings.stream_url is not None
+        else None
+    )
+
     @asynccontextmanager
     async def lifespan(_: FastAPI):
+        if presence is not None:
+            presence.start()
         ingest.start()
         if app.state.batch_workers is not None:
             await app.state.batch_workers.start()
@@ -92,6 +108,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if scheduler is not None:
                 scheduler.shutdown(wait=True)
             ingest.stop()
+            if presence is not None:
+                presence.stop()
             engine.close()
             store.dispose()
 

@@ -15,7 +15,7 @@ import io
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import compress
 from pathlib import Path
 from typing import Protocol
@@ -128,14 +128,15 @@ class Flusher:
         claimed_at_accept: bool = False,
         shared: SharedKeys | None = None,
         reload_on_replay: bool = False,
-        halt: threading.Event | None = None,
+        may_write: Callable[[], bool] | None = None,
     ) -> None:
         """``stored``: the keys this flusher checks rows against (loaded from the lake before the
         first check); ``claimed_at_accept``: only replayed lines need a check, the others' keys were
         claimed in ``stored`` when they were accepted; ``shared``: a Redis log's window, which every
         process's flush checks and marks; ``reload_on_replay``: other processes flush too, so a
-        replay checks against the lake as it is now; ``halt``: once set, this process may no longer
-        write the lake (a Redis log's writer lease went to another process), and flushes do nothing."""
+        replay checks against the lake as it is now; ``may_write``: asked before a flush and again
+        before the log lets go of a chunk's entries; while it says no, flushes leave the log as it is
+        (a Redis log's lake writer that lost its lease, or whose directory no server reads)."""
         self.table = table
         self.source = source
         self.lake = lake
@@ -144,7 +145,7 @@ class Flusher:
         self.interval_seconds = interval_seconds
         self.claimed_at_accept = claimed_at_accept
         self.reload_on_replay = reload_on_replay
-        self.halt = halt
+        self.may_write = may_write or (lambda: True)
         self._stored_loaded = False
         self._wire_schema = table.wire_schema()
         rows = [f for f in self._wire_schema if f.name not in SHARED_EVENT_COLUMNS]
@@ -172,7 +173,7 @@ class Flusher:
 
     def flush(self) -> int:
         """Move everything durable in the log to the lake now; returns the rows written."""
-        if self.halt is not None and self.halt.is_set():
+        if not self.may_write():
             return 0
         written = 0
         with self.lock:
@@ -185,6 +186,10 @@ class Flusher:
                     reloaded = True
                 if (rows := self._rows(chunk)) is not None:
                     written += self._store(rows, replay=chunk.replay)
+                if not self.may_write():
+                    # The entries stay in the log (read again, and checked against the lake, by
+                    # the next flush allowed); what went to this lake is only extra.
+                    break
                 chunk.commit()
         return written
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -144,7 +143,7 @@ class Ingest:
         stream_url: str | None = None,
         flush_in_background: bool = True,
         order_window_seconds: int = WINDOW_SECONDS,
-        halt: threading.Event | None = None,
+        may_write: Callable[[], bool] | None = None,
     ) -> None:
         """``events_flusher_process``: flush events from a process of their own (``ingest.flusher_process``)
         instead of a thread of this one; the server does, tests that drive an Ingest directly do not.
@@ -155,7 +154,8 @@ class Ingest:
         asked (``flush``), and the install's one ``aisle flush`` does the rest.
 
         ``order_window_seconds``: how long a received order id stays a duplicate (other keys: 24 h).
-        ``halt``: once set, flushes write nothing (the lake writer lost its lease on a Redis log)."""
+        ``may_write``: asked by every flush (a Redis log's lake writer: its lease held, its
+        directory the servers')."""
         self.data_dir = data_dir
         self.flush_interval_seconds = flush_interval_seconds
         self.flush_in_background = flush_in_background
@@ -203,7 +203,7 @@ class Ingest:
                 claimed_at_accept=table in (EVENTS, CONSENTS, ORDERS),
                 shared=self.keys[name] if stream_url is not None and table is not EVENTS else None,
                 reload_on_replay=stream_url is not None,
-                halt=halt,
+                may_write=may_write,
             )
             for name, table in TABLES.items()
         }

@@ -10,12 +10,14 @@ the lake first.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import redis
 import structlog
 
 from aisle.settings import Settings
+from ingest.lake_readers import WriterDirectory
 from ingest.service import Ingest, check_can_start, flush_file_log
 from ingest.writer_lease import LakeWriterBusy, WriterLease
 from jobs.scheduler import start_scheduler
@@ -47,17 +49,20 @@ def run(settings: Settings, stop: threading.Event, *, ready: threading.Event | N
         log.info("file_log_flushed", rows=replayed)  # acknowledged before the move to Redis
     lease = WriterLease(redis.Redis.from_url(settings.stream_url, socket_timeout=3, socket_connect_timeout=3))
     lease.acquire()  # one writer per Redis log, wherever it runs
+    directory = WriterDirectory(lease.client, settings.data_dir)
     store = create_store_engine(settings.resolved_database_url)
     try:
+        directory.prove()  # the servers read this directory (not a copy of it), or none runs yet
         ingest = Ingest(
             data_dir=settings.data_dir,
             flush_interval_seconds=settings.flush_interval_seconds,
             stream_url=settings.stream_url,
             flush_in_background=True,
             order_window_seconds=settings.order_duplicate_window_seconds,
-            halt=lease.lost,
+            may_write=lambda: not lease.lost.is_set() and directory.may_write(),
         )
     except BaseException:
+        store.dispose()
         lease.release()
         raise
     engine = Engine(ingest.lake)
@@ -79,6 +84,10 @@ def run(settings: Settings, stop: threading.Event, *, ready: threading.Event | N
                     "another `aisle flush` took this Redis log's lease (this one could not renew it); "
                     "stopped without flushing further"
                 )
+            # Unproved while no server ran: one that starts must see this directory (asked again
+            # next second while Redis is away).
+            with contextlib.suppress(redis.RedisError):
+                directory.check()
     finally:
         if scheduler is not None:
             scheduler.shutdown(wait=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,14 +27,6 @@ from warehouse.lake import EVENTS, ORDERS
 pytestmark = pytest.mark.redis
 
 SITE = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
-
-
-@pytest.fixture
-def opened() -> Iterator[list[Ingest]]:
-    services: list[Ingest] = []
-    yield services
-    for service in services:
-        service.stop()
 
 
 def api_process(opened: list[Ingest], data_dir: Path, url: str) -> Ingest:
