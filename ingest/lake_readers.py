@@ -62,6 +62,7 @@ class ReaderPresence:
         self.where = f"{socket.gethostname()}:{data_dir.resolve()}"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._failing = False
 
     def tick(self) -> None:
         mark = self.mark_path.read_text().strip() if self.mark_path.exists() else ""
@@ -82,7 +83,11 @@ class ReaderPresence:
         try:
             self.tick()
         except (OSError, redis.RedisError) as exc:  # Redis or the disk away: said again next tick
-            log.warning("lake_reader_presence_not_recorded", error=repr(exc))
+            if not self._failing:  # once an outage, not twice a second
+                log.warning("lake_reader_presence_not_recorded", error=repr(exc))
+            self._failing = True
+        else:
+            self._failing = False
 
     def _run(self) -> None:
         while not self._stop.wait(TICK_SECONDS):
