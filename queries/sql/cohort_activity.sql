@@ -17,15 +17,23 @@
 -- partitions are not even opened). With $all_people, everyone is returned, not only the people whose
 -- first qualifying event is in the range: the caller merges them with the rollup's people first.
 WITH person_events AS (
-    -- a purchase event naming a sale is that sale (counted from the orders below, for the order's
-    -- person), so to its sender it is activity, not a purchase (asked only when purchases matter)
-    SELECT hash(person_id) AS person_key, epoch_us(ts) AS us,
-        CASE WHEN name = 'purchase' AND ($cohort_type = 'first_purchase' OR $return_event = 'purchase')
-            AND names_a_sale(site_id, metadata) THEN NULL ELSE name END AS name
+    SELECT hash(person_id) AS person_key, epoch_us(ts) AS us, name
     FROM events_people
     WHERE site_id = $site_id AND date <= $scan_end
         AND (date < $rolled_first_date OR date > $rolled_last_date)
         AND (ts < $rolled_start OR ts >= $rolled_end)
+        AND NOT (name = 'purchase' AND coalesce($cohort_type = 'first_purchase' OR $return_event = 'purchase', false))
+    UNION ALL
+    -- A purchase event naming a sale is that sale (counted from the orders below, for the order's
+    -- person), so to its sender it is activity, not a purchase. Asked only when purchases matter,
+    -- and in a scan of its own: only purchase events' metadata is read (~10 % of a first-visit
+    -- cohort's time when every event's was).
+    SELECT hash(person_id), epoch_us(ts), CASE WHEN names_a_sale(site_id, metadata) THEN NULL ELSE name END
+    FROM events_people
+    WHERE site_id = $site_id AND date <= $scan_end
+        AND (date < $rolled_first_date OR date > $rolled_last_date)
+        AND (ts < $rolled_start OR ts >= $rolled_end)
+        AND name = 'purchase' AND coalesce($cohort_type = 'first_purchase' OR $return_event = 'purchase', false)
     UNION ALL
     SELECT hash(person_id), epoch_us(ts), 'purchase'
     FROM orders_people
