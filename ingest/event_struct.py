@@ -27,10 +27,10 @@ from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 from typing_extensions import get_type_hints, is_typeddict
 
-from ingest.schemas import Consent, EventBatch, EventIn, client_clock, iso_time, plain_amount
+from ingest.schemas import Consent, EventBatch, EventIn, clock_reading, iso_time, plain_amount
 
 # pydantic's rules the wire types here cover already, or that ``parse_event_batch`` checks itself.
-_COVERED = (plain_amount, iso_time, client_clock)
+_COVERED = (plain_amount, iso_time, clock_reading)
 
 _RFC3339_MICROS = re.compile(
     r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?", re.ASCII

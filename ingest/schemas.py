@@ -79,14 +79,20 @@ def aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def is_client_clock(moment: datetime) -> bool:
-    return aware(moment) >= EARLIEST
+# A clock reading: a date *and* a time to the second. pydantic also reads a bare date (midnight: a
+# batch sent at 13:00 shifted by 13 hours), a time without seconds and a numeric text ("5": epoch
+# seconds), none of which says what the client's clock read.
+_CLOCK_READING = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:[Zz]|[+-]\d{2}(?::?\d{2})?)?", re.ASCII
+)
 
 
-def _client_clock(moment: datetime) -> datetime:
-    if not is_client_clock(moment):
-        raise ValueError("is before 2000-01-01: not a client clock")
-    return moment
+def _clock_reading(value: Any) -> Any:
+    if not (isinstance(value, str) and _CLOCK_READING.fullmatch(value)):
+        raise ValueError(
+            "must be the client's clock as an ISO 8601 date and time, such as 2026-01-05T10:00:00Z"
+        )
+    return value
 
 
 def _not_blank(text: str) -> str:
@@ -96,9 +102,10 @@ def _not_blank(text: str) -> str:
 
 
 iso_time = BeforeValidator(_time_text)
-client_clock = AfterValidator(_client_clock)
-# A batch's sentAt: the client's clock when it sent, an ISO 8601 text.
-SentAt = Annotated[datetime, iso_time, client_clock]
+clock_reading = BeforeValidator(_clock_reading)
+# A batch's sentAt: the client's clock when it sent. Any year: a device whose clock reset to 1970 is
+# the case it is there for (its events' times shift by the same skew).
+SentAt = Annotated[datetime, clock_reading]
 
 
 # camelCase on the wire, snake_case inside. Values are kept exactly as sent (no whitespace stripping):
@@ -183,7 +190,9 @@ class EventBatchIn(_Wire):
     )
     sent_at: SentAt | None = Field(
         default=None,
-        description="Client clock (ISO 8601) when the batch was sent; corrects client clock skew.",
+        description="Client clock when the batch was sent, an ISO 8601 date and time to the second "
+        "(any year: a clock reset to 1970 too); corrects client clock skew. A bare date, a time without "
+        "seconds or a number refuses the batch (400).",
     )
 
 

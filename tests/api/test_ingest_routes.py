@@ -204,10 +204,13 @@ def test_money_past_a_doubles_digits_is_kept_exact_as_a_string_and_refused_as_a_
     assert query(app, "SELECT order_id, total::VARCHAR FROM orders") == [("o-text", "99999999999999.990000")]
 
 
-@pytest.mark.parametrize("sent_at", [5, 1732400000000, True, "1999-12-31T23:59:59Z", "soon"])
-def test_a_sent_at_that_is_not_a_client_clock_refuses_the_batch(client, app, shop, sent_at):
-    # A number would be read as epoch seconds and shift every event by decades.
-    response = post_events(client, shop, [ev("clock-1")], sentAt=sent_at)
+@pytest.mark.parametrize(
+    "sent_at", [5, "5", 1732400000000, True, "soon", "2026-11-24", "2026-11-24T12:49Z", "12:49:00"]
+)
+def test_a_sent_at_that_is_not_a_clock_reading_refuses_the_batch(client, app, shop, sent_at):
+    # A number would be read as epoch seconds and shift every event by decades; a bare date as
+    # midnight, shifting a batch sent in the afternoon by hours.
+    response = post_events(client, shop, [ev("clock-1", timestamp=now_iso())], sentAt=sent_at)
     assert response.status_code == 400, response.text
     assert "sentAt" in response.json()["error"]["message"] + str(response.json()["error"]["details"])
     app.state.ingest.flush()
@@ -281,6 +284,23 @@ def test_sent_at_corrects_client_clock_skew(client, app, shop):
     [(stored,)] = query(app, "SELECT ts FROM events WHERE event_id = 'k1'")
     expected = datetime.now(UTC) - timedelta(minutes=1)
     assert abs(stored - expected) < timedelta(seconds=10)
+
+
+@pytest.mark.parametrize("path", ["events/batch", "metrics"])
+def test_a_client_clock_reset_to_1970_is_corrected_like_any_other_skew(client, app, shop, path):
+    """The device's clock reads five seconds after the epoch; its event happened three seconds in."""
+    if path == "events/batch":
+        response = post_events(client, shop, [ev("k-1970", timestamp="1970-01-01T00:00:03Z")],
+                               sentAt="1970-01-01T00:00:05Z")  # fmt: skip
+    else:
+        metric = {"name": "LCP", "value": 1.5, "visitorId": "v", "timestamp": "1970-01-01T00:00:03Z"}
+        response = client.post(f"/public/sites/{shop['siteKey']}/metrics", headers=ORIGIN,
+                               json={"metrics": [metric], "sentAt": "1970-01-01T00:00:05Z"})  # fmt: skip
+    assert response.status_code in (200, 202), response.text
+    assert response.json()["accepted"] == 1, response.text
+    app.state.ingest.flush()
+    [(stored,)] = query(app, f"SELECT ts FROM {'events' if path == 'events/batch' else 'client_metrics'}")
+    assert abs(stored - (datetime.now(UTC) - timedelta(seconds=2))) < timedelta(seconds=10)
 
 
 def test_events_become_queryable_within_two_seconds_without_a_flush(client, app, shop):
