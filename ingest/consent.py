@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from pydantic.alias_generators import to_camel
 
 from ingest.normalise import Context, Rejected, event_time, micros
-from ingest.schemas import MAX_ID_LENGTH
+from ingest.schemas import MAX_ID_LENGTH, SentAt
 
 CATEGORIES = ("necessary", "analytics", "marketing", "preferences")
 SOURCES = ("banner", "preference_center", "sdk", "api", "cmp", "other")
@@ -54,8 +54,10 @@ class ConsentIn(_Strict):
     timestamp: datetime | None = Field(
         default=None, description="When the visitor decided (ISO 8601); server time when absent."
     )
-    sent_at: datetime | None = Field(
-        default=None, description="Client clock when sent; corrects client clock skew of `timestamp`."
+    sent_at: SentAt | None = Field(
+        default=None,
+        description="Client clock when sent (an ISO 8601 date and time to the second, any year); "
+        "corrects client clock skew of `timestamp`.",
     )
     consent_id: str | None = Field(
         default=None,

@@ -90,6 +90,9 @@ BAD_RECORDS = [
         ({"visitorId": "v", "categories": {"analytics": True}, "timestamp": "2020-01-01T00:00:00Z"},
          "TIMESTAMP_TOO_OLD", "7 days"),
         (["v"], "CONSENT_NOT_OBJECT", "object"),
+        # A bare date read as midnight would move the decision by hours.
+        ({"visitorId": "v", "categories": {"analytics": True}, "sentAt": "2026-11-24"},
+         "TIMESTAMP_INVALID", "date and time"),
 ]  # fmt: skip
 
 
