@@ -5,13 +5,17 @@ get weeks of generated storefront traffic (``aisle.demo_data``) in the lake: eve
 consent records, each through the ingest service's own call for it (consent records through
 ``Ingest.accept_consent``, as the public consent route stores them). The traffic is loaded in the
 same config-store transaction that creates its site, so a site exists only with its data, and
-re-running never loads it twice.
+re-running never loads it twice. Each traffic site's id is the same on every run, so a run killed
+while loading a site leaves its rows under that id: the next run takes them out of the lake before
+it loads the site again (what the killed run left in the log is replayed and is then a duplicate), so
+the lake holds one copy of the demo traffic, never rows of a site that does not exist.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -39,6 +43,7 @@ DEMO_DOMAIN = "localhost"
 DEMO_VISITORS = 3000
 DEMO_DAYS = 56
 DEMO_SEED = 7
+DEMO_NAMESPACE = uuid.UUID("6f1d3c52-8f0e-4c8e-9a57-0d1e2a3b4c5d")
 EVENT_BATCH = 500
 ORDER_BATCH = 200
 CONSENT_BATCH = 500
@@ -66,8 +71,14 @@ def _site_named(conn: Connection, organization_id: str, name: str) -> dict[str, 
     )
 
 
+def _traffic_site_id(organization_id: str, spec: DemoSite) -> str:
+    """The same on every run: a run killed while loading a site's traffic left rows under this id,
+    which the next run finds (and takes out before it loads the site again)."""
+    return str(uuid.uuid5(DEMO_NAMESPACE, f"{organization_id}/{spec.name}"))
+
+
 def _create_site(
-    conn: Connection, organization_id: str, *, name, domain, currency, timezone
+    conn: Connection, organization_id: str, *, name, domain, currency, timezone, site_id=None
 ) -> dict[str, Any]:
     return sites.create(
         conn,
@@ -78,6 +89,7 @@ def _create_site(
         timezone=timezone,
         tracking_config=default_tracking_config(),
         is_verified=True,
+        site_id=site_id,
     )
 
 
@@ -221,6 +233,12 @@ def load_demo(
         if ingest is not None:
             received_at = datetime.now(UTC)
             try:
+                if stream_url is None:
+                    # What a run killed while loading left in the lake (its site rolled back) goes;
+                    # what it left in the log is replayed by `start` and is then a duplicate of the
+                    # load below, so the site ends with one copy of its traffic.
+                    for spec in missing:
+                        ingest.lake.drop_site(_traffic_site_id(organization_id, spec))
                 ingest.start()
                 for spec in missing:
                     # The site commits only once its traffic is in the lake.
@@ -228,6 +246,7 @@ def load_demo(
                         record = _create_site(
                             conn, organization_id, name=spec.name, domain=spec.domain,
                             currency=spec.currency, timezone=spec.timezone,
+                            site_id=_traffic_site_id(organization_id, spec),
                         )  # fmt: skip
                         loaded[spec.name] = load_traffic(
                             ingest,

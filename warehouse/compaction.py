@@ -22,7 +22,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import structlog
 
-from warehouse.lake import Lake, LakeTable, fsync_path
+from warehouse.lake import Lake, LakeTable, fsync_path, retire
 
 log = structlog.get_logger("aisle.compaction")
 
@@ -153,13 +153,8 @@ def compact_partition(
         fsync_path(version)
         old_version = partition.resolve()
         lake.point(partition, version)
-    _retire(old_version)
+    retire(old_version)
     return len(small), outputs, bytes_in, rows
-
-
-def _retire(version: Path) -> None:
-    marker = version / ".retired"
-    marker.write_text(str(time.time()))
 
 
 def purge_retired(lake: Lake, table: LakeTable, *, grace_seconds: float = GRACE_SECONDS) -> int:

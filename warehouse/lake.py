@@ -8,6 +8,7 @@ see half a file.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -283,6 +284,25 @@ class Lake:
             self.point(partition, self.new_version(table, partition), announce=False, sync=sync)
         return partition
 
+    def drop_site(self, site_id: str) -> int:
+        """Take every partition of ``site_id`` out of every table (their versions are retired and
+        purged after the grace period, as compaction's are); the number of partitions taken out."""
+        dropped = 0
+        for table in TABLES.values():
+            site_dir = self.table_dir(table) / f"site_id={site_id}"
+            if not site_dir.is_dir():
+                continue
+            for partition in self.partitions(table, site_id=site_id):
+                version = partition.resolve()
+                partition.unlink()
+                retire(version)
+                dropped += 1
+            site_dir.rmdir()
+            fsync_path(site_dir.parent)
+        if dropped:
+            self.announce_change()
+        return dropped
+
     def live_versions(self, table: LakeTable) -> set[Path]:
         return {p.resolve() for p in self.partitions(table)}
 
@@ -344,6 +364,12 @@ class Lake:
             fsync_path(site_dir)
         self.announce_change()
         return written
+
+
+def retire(version: Path) -> None:
+    """Mark a version no partition shows any more; ``purge_retired`` deletes it after its grace period
+    (queries that listed its files before may still be reading them)."""
+    (version / ".retired").write_text(str(time.time()))
 
 
 def fsync_path(path: Path) -> None:

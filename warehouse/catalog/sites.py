@@ -27,10 +27,12 @@ def create(
     timezone: str,
     tracking_config: dict[str, Any],
     is_verified: bool = False,
+    site_id: str | None = None,
 ) -> dict[str, Any]:
+    """A new site; ``site_id`` chosen by the caller (the demo's sites: the same on every run) or new."""
     now = utcnow()
     row = {
-        "id": new_id(),
+        "id": site_id or new_id(),
         "organization_id": organization_id,
         "name": name,
         "domain": domain,
