@@ -85,9 +85,11 @@ def detect_format(path: Path) -> str:
 
 
 def _open_text(path: Path) -> io.TextIOBase:
+    # utf-8-sig: a byte order mark at the start (Excel's "CSV UTF-8" writes one) is not part of the
+    # first column's name or the first line's JSON.
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
 
 
 # Files exported from databases often hold ids as integers; the API takes them as text.
@@ -279,6 +281,17 @@ def online_retail_orders(rows: Iterator[tuple[int, dict]]) -> Iterator[tuple[int
 PRESETS = {"online-retail": online_retail_orders}
 
 
+def _check_header(path: Path, columns: list[str], needed: str) -> None:
+    """Refuse a CSV file whose header lacks the column every row needs, before a row is stored: each
+    row would be rejected for it (a file separated by semicolons, a misspelt header)."""
+    if needed not in columns:
+        shown = ", ".join(repr(c) for c in columns[:8]) + (", ..." if len(columns) > 8 else "")
+        raise ValueError(
+            f"{path.name}: the header has no {needed!r} column (it has {shown}); a CSV file to import is "
+            "comma-separated, with the API's field names in its first line"
+        )
+
+
 def import_file(
     ingest: Ingest,
     *,
@@ -300,6 +313,8 @@ def import_file(
         first = next(rows, None)
         if kind == "auto":
             kind = "orders" if first and isinstance(first[1], dict) and "orderId" in first[1] else "events"
+        if fmt == "csv" and first and isinstance(first[1], dict):
+            _check_header(path, list(first[1]), "orderId" if kind == "orders" else "name")
         items = itertools.chain([first] if first else [], rows)
     summary = ImportSummary(kind=kind)
     ctx = Context(

@@ -96,6 +96,37 @@ def test_a_csv_row_with_more_fields_than_the_header_is_rejected_as_such(ingest, 
     assert summary["examples"]["INVALID_ROW"] == ["line 3: has 6 fields, the header 4"]
 
 
+@pytest.mark.parametrize("name", ["events.csv", "events.jsonl", "events.csv.gz"])
+def test_a_file_starting_with_a_byte_order_mark_is_read_as_without_one(ingest, tmp_path, name):
+    """Excel's "CSV UTF-8" starts the file with one: every row was refused for lacking a name."""
+    text = (
+        "name,eventId,visitorId,sessionId\npage_view,e1,v1,s1\n"
+        if ".csv" in name
+        else '{"name": "page_view", "eventId": "e1", "visitorId": "v1", "sessionId": "s1"}\n'
+    )
+    data = b"\xef\xbb\xbf" + text.encode()
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    summary = import_file(ingest, site=SITE, path=path)
+    assert (summary.stored, summary.rejected) == (1, {})
+
+
+@pytest.mark.parametrize(
+    ("header", "needed"),
+    [("name;eventId;visitorId;sessionId", "'name'"), ("nmae,eventId,visitorId,sessionId", "'name'")],
+)
+def test_a_csv_header_without_the_column_every_row_needs_refuses_the_file(ingest, tmp_path, header, needed):
+    path = tmp_path / "events.csv"
+    path.write_text(header + "\npage_view;e1;v1;s1\n")
+    with pytest.raises(ValueError, match=f"the header has no {needed} column .*comma-separated"):
+        import_file(ingest, site=SITE, path=path)
+    orders = tmp_path / "orders.csv"
+    orders.write_text("order,total\no1,5\n")
+    with pytest.raises(ValueError, match="no 'orderId' column"):
+        import_file(ingest, site=SITE, path=orders, kind="orders")
+    assert not list(ingest.lake.root.rglob("*.parquet"))
+
+
 def test_parquet_events(ingest, tmp_path):
     path = tmp_path / "events.parquet"
     pq.write_table(
