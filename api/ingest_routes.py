@@ -224,7 +224,14 @@ class IdentifyIn(StrictCamelModel):
         description="The visitor's current session; without it the identify event is in a session of the "
         "visitor's own (`identify:<visitorId>`), never one shared with other visitors.",
     )
-    traits: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What the SDK's `identify(userId, metadata?)` passes; kept as the identify event's "
+        "metadata.",
+    )
+    traits: dict[str, Any] = Field(
+        default_factory=dict, description="Segment's name for the user's traits; kept as `metadata.traits`."
+    )
 
 
 class IdentifyOut(CamelModel):
@@ -249,8 +256,11 @@ async def identify(
     throttle(hot, response, limit=Limit("events-visitor", settings.visitor_batches_per_minute, 60),
              subject=f"{caller.site['id']}:{body.visitor_id}")  # fmt: skip
     session = body.session_id or f"identify:{body.visitor_id}"[:128]
+    metadata = dict(body.metadata)
+    if "traits" in body.model_fields_set or not metadata:
+        metadata["traits"] = body.traits
     event = {"name": "identify", "visitorId": body.visitor_id, "userId": body.user_id, "sessionId": session,
-             "metadata": {"traits": body.traits}}  # fmt: skip
+             "metadata": metadata}  # fmt: skip
     result = await _durably(_ingest(request).accept_events([event], _context(caller, sent_at=None)))
     if result.rejected:
         raise BadRequest(result.rejected[0].reason, code=result.rejected[0].code)

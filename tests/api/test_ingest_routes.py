@@ -554,6 +554,25 @@ def test_identify_merges_once(client, app, shop):
     assert sessions == [("v-10", "identify:v-10"), ("v-9", "identify:v-9")]
 
 
+def test_identify_takes_the_sdks_metadata_as_the_identify_events_metadata(client, app, shop):
+    """The spec's SDK call is identify(userId, metadata?): its metadata was refused (400) with the link."""
+    url = f"/public/sites/{shop['siteKey']}/identify"
+    answer = client.post(url, json={"visitorId": "v-1", "userId": "u-1", "metadata": {"email": "a@b.c"}},
+                         headers=ORIGIN)  # fmt: skip
+    assert (answer.status_code, answer.json()) == (200, {"success": True, "merged": True})
+    both = {"visitorId": "v-2", "userId": "u-2", "metadata": {"plan": "gold"}, "traits": {"age": 40}}
+    assert client.post(url, json=both, headers=ORIGIN).status_code == 200
+    app.state.ingest.flush()
+    assert query(app, "SELECT user_id, metadata FROM events ORDER BY 1") == [
+        ("u-1", '{"email":"a@b.c"}'),
+        ("u-2", '{"plan":"gold","traits":{"age":40}}'),
+    ]
+    assert query(app, "SELECT visitor_id, user_id FROM visitor_users ORDER BY 1") == [
+        ("v-1", "u-1"),
+        ("v-2", "u-2"),
+    ]
+
+
 def test_identify_reads_its_body_like_the_other_ingestion_routes(client, shop):
     url = f"/public/sites/{shop['siteKey']}/identify"
     beacon = client.post(
@@ -738,7 +757,7 @@ def test_no_private_tracking_body_gives_a_5xx(app, owner, shop, fields, path):
 
 
 METRIC_FIELDS = ["name", "value", "unit", "timestamp", "visitorId", "sessionId", "url", "tags"]
-IDENTIFY_FIELDS = ["visitorId", "userId", "sessionId", "traits"]
+IDENTIFY_FIELDS = ["visitorId", "userId", "sessionId", "metadata", "traits"]
 
 
 @st.composite
