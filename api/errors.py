@@ -8,9 +8,10 @@ import redis
 import sqlalchemy.exc
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError as PydanticValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 
 class AppError(Exception):
@@ -95,6 +96,10 @@ _STATUS_CODES = {
     415: "UNSUPPORTED_MEDIA_TYPE",
     429: "RATE_LIMITED",
 }
+
+
+# nginx's status for a request its client closed before the answer: not a server error.
+CLIENT_CLOSED_REQUEST = 499
 
 
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
@@ -208,6 +213,11 @@ def install_error_handlers(app: FastAPI) -> None:
 
     app.add_exception_handler(sqlalchemy.exc.OperationalError, _store_down)
     app.add_exception_handler(sqlalchemy.exc.InterfaceError, _store_down)
+
+    @app.exception_handler(ClientDisconnect)
+    async def _client_left(_: Request, exc: ClientDisconnect) -> Response:
+        # The client left before its body arrived; the answer goes nowhere, and is counted as such.
+        return Response(status_code=CLIENT_CLOSED_REQUEST)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import logging
 import os
+import socket
 import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -246,6 +247,29 @@ def test_metrics_say_who_prepared_the_event_batches(server, client, shop):
     assert "aisle_event_batch_workers_ready 1.0" in text
     assert 'aisle_event_batches_total{prepared_by="worker"} 1.0' in text
     assert 'aisle_event_batches_total{prepared_by="server"} 1.0' in text
+
+
+@pytest.mark.parametrize("path", ["events/batch", "orders", "identify"])
+def test_a_client_that_leaves_before_its_body_arrives_is_no_server_error(server, app, shop, path, capfd):
+    """It was logged as an unhandled error with a traceback and counted as a 500."""
+    host, port = server.url.removeprefix("http://").split(":")
+    body = b'{"events": ['
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(
+            f"POST /api/v1/public/sites/{shop['siteKey']}/{path} HTTP/1.1\r\nHost: x\r\n"
+            f"Origin: {ORIGIN['Origin']}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body) + 100}\r\n\r\n".encode()
+            + body
+        )
+        sock.shutdown(socket.SHUT_WR)
+        sock.recv(100)  # the server closes it
+    route = f'route="/api/v1/public/sites/{{siteKey}}/{path}"'
+    deadline = time.monotonic() + 5
+    while f'{route},status="499"' not in (text := httpx.get(f"{server.url}/metrics").text):
+        assert time.monotonic() < deadline, [line for line in text.splitlines() if route in line]
+        time.sleep(0.05)
+    assert f'{route},status="500"' not in text
+    assert "unhandled_error" not in capfd.readouterr().err
 
 
 def test_a_retried_event_id_is_stored_once(client, app, shop):
