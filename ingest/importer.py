@@ -22,6 +22,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import orjson
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest.normalise import Context, Rejected, money
@@ -109,6 +110,25 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# The API's money fields (events' value; orders' totals; items' price).
+MONEY_FIELDS = frozenset({"value", "total", "subtotal", "tax", "shipping", "discount", "price"})
+
+
+def _money_as_text(field: pa.Field) -> pa.DataType:
+    """``field``'s type with money held as a 32- or 16-bit float read as text instead: widened to a
+    double, 0.1 became 0.10000000149..., past what a money number may carry; Arrow writes each such
+    float as the shortest text that reads back as it (0.1)."""
+    kind = field.type
+    if pa.types.is_struct(kind):
+        return pa.struct([child.with_type(_money_as_text(child)) for child in kind])
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        make = pa.list_ if pa.types.is_list(kind) else pa.large_list
+        return make(kind.value_field.with_type(_money_as_text(kind.value_field)))
+    if field.name in MONEY_FIELDS and (pa.types.is_float32(kind) or pa.types.is_float16(kind)):
+        return pa.string()
+    return kind
+
+
 def _api_fields(row: dict[str, Any]) -> dict[str, Any]:
     """A file's row with its fields as the API takes them: integer ids as text, JSON columns decoded,
     empty cells absent."""
@@ -149,7 +169,12 @@ def read_rows(path: Path, fmt: str) -> Iterator[tuple[int, Any]]:
                         yield number, ("INVALID_JSON", f"is not JSON: {exc}")
     elif fmt == "parquet":
         number = 0
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
+        parquet = pq.ParquetFile(path)
+        schema = parquet.schema_arrow
+        exact = pa.schema([field.with_type(_money_as_text(field)) for field in schema])
+        for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
+            if exact != schema:
+                batch = batch.cast(exact)
             for row in batch.to_pylist():
                 number += 1
                 yield number, _plain(row)

@@ -184,6 +184,28 @@ def test_parquet_columns_of_any_type_are_read_as_the_api_would_carry_them(ingest
     ]
 
 
+def test_parquet_money_in_single_precision_floats_is_the_amount_the_float_stands_for(ingest, tmp_path):
+    """Widened to a double, 0.1 read as 0.10000000149..., refused as past a JSON number's digits."""
+    path = tmp_path / "orders.parquet"
+    item = pa.struct([("productItemCode", pa.string()), ("quantity", pa.int32()), ("price", pa.float32())])
+    pq.write_table(
+        pa.table({
+            "orderId": ["o1", "o2"], "visitorId": ["v", "v"], "sessionId": ["s", "s"],
+            "timestamp": ["2024-05-01T10:00:00Z"] * 2,
+            "total": pa.array([0.1, 19.99], pa.float32()),
+            "items": pa.array([[{"productItemCode": "A", "quantity": 1, "price": 0.1}],
+                               [{"productItemCode": "B", "quantity": 1, "price": 19.99}]], pa.list_(item)),
+        }),
+        path,
+    )  # fmt: skip
+    summary = import_file(ingest, site=SITE, path=path)
+    assert (summary.stored, summary.rejected) == (2, {})
+    assert lake_rows(ingest, "orders", "SELECT order_id, total FROM t ORDER BY 1") == [
+        ("o1", Decimal("0.100000")),
+        ("o2", Decimal("19.990000")),
+    ]
+
+
 @pytest.mark.parametrize("content", ["", "name,eventId,visitorId,sessionId\n"])
 def test_a_file_without_rows_is_an_error_not_an_empty_success(ingest, tmp_path, content):
     path = tmp_path / "events.csv"
