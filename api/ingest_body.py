@@ -32,6 +32,9 @@ def _gunzip(body: bytes) -> bytes:
         raise _too_large()
     if not inflater.eof:
         raise BadRequest("Body is not valid gzip: it ends early", code="MALFORMED_BODY")
+    if inflater.unused_data:
+        # A second gzip member, or bytes after the stream: what they hold would be dropped unread.
+        raise BadRequest("Body holds more after its gzip stream; send one gzip stream", code="MALFORMED_BODY")
     return inflated
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from pydantic.alias_generators import to_camel
 
 from ingest.normalise import Context, Rejected, event_time, micros
-from ingest.schemas import MAX_ID_LENGTH, SentAt
+from ingest.schemas import MAX_ID_LENGTH, EventTime, SentAt
 
 CATEGORIES = ("necessary", "analytics", "marketing", "preferences")
 SOURCES = ("banner", "preference_center", "sdk", "api", "cmp", "other")
@@ -51,7 +51,7 @@ class ConsentIn(_Strict):
         default="api",
         description="Where the decision was made: " + ", ".join(SOURCES) + ". Default `api`.",
     )
-    timestamp: datetime | None = Field(
+    timestamp: EventTime | None = Field(
         default=None, description="When the visitor decided (ISO 8601); server time when absent."
     )
     sent_at: SentAt | None = Field(

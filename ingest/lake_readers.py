@@ -3,14 +3,18 @@
 A standby `aisle flush` given a *copy* of the data directory (its ``log-id`` copied with it) took
 over when the real writer died and moved the log into the copy's lake, which no server reads. Nothing
 inside a copy tells it apart from the original, so the proof comes from the readers: each `aisle serve`
-of a Redis log registers in Redis and, twice a second, reads the writer's mark file in its own data
-directory and records the mark it finds. A writer starts by writing a fresh mark into its directory
-and flushes only once some server recorded it. A writer on a copy never sees its mark recorded and
-stops (releasing the lease to a writer on the real directory); the real directory's writer is proved
-within a second, whatever a copy did before it (each writer's mark is its own).
+of a Redis log registers in Redis and, twice a second, records the writer marks it finds in its own
+data directory (``lake-writers/<mark>``, one file per writer, so writers proving at once do not hide
+each other's). A writer writes a fresh mark of its own and moves nothing from the log until every
+server registered has recorded it: only then does it take the writer lease. So:
 
-With no server running there is nobody to ask and nothing reading either lake: the writer flushes
-unproved and keeps asking; when servers appear and none of them sees its mark, it stops.
+- a writer on a copy is never proved while servers run on the original; it stops after
+  ``PROOF_SECONDS`` without having held the lease, and the real directory's writer is never kept
+  waiting by it;
+- with no server running (all stopped, or stalled past their registration) a writer waits: the log
+  keeps what it holds, and nobody reads a lake meanwhile;
+- a server started on a copy (an operator's mistake too) does not see the real writer's mark: no
+  writer is proved while it runs, and the refusal names it.
 """
 
 from __future__ import annotations
@@ -30,21 +34,21 @@ from ingest.stream_log import RedisLogRefused
 
 log = structlog.get_logger("aisle.lake_readers")
 
-MARK_FILE = "lake-writer-mark"
+MARKS_DIR = "lake-writers"
 READER_KEY = "aisle:log:reader:"
 WITNESS_KEY = "aisle:log:writer-mark:"
 TICK_SECONDS = 0.5
 # A server killed with kill -9 stops counting as a reader this long after its last tick.
 READER_TTL_SECONDS = 5
-# How long live servers have to record a writer's mark before the writer takes itself for a copy's: a
-# server records it within a tick; this leaves room for one busy with a load, and is well past the
-# time a server that died or stalled keeps counting (a writer on the real directory then runs
-# unproved rather than being refused).
+# How long the servers registered have to record a writer's mark before it gives up: a server records
+# it within a tick; this leaves room for one busy with a load, and for one that died to expire.
 PROOF_SECONDS = 15.0
+# Marks of writers killed with kill -9 are removed by the next writer once this old.
+STALE_MARK_SECONDS = 86_400
 
 
 class NotTheReadersLake(RedisLogRefused):
-    """The servers of this Redis log read another data directory than this writer's."""
+    """Some server of this Redis log reads another data directory than this writer's."""
 
 
 def _text(value: bytes | str) -> str:
@@ -57,7 +61,7 @@ class ReaderPresence:
 
     def __init__(self, client: redis.Redis, data_dir: Path) -> None:
         self.client = client
-        self.mark_path = data_dir / MARK_FILE
+        self.marks = data_dir / MARKS_DIR
         self.name = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.where = f"{socket.gethostname()}:{data_dir.resolve()}"
         self._stop = threading.Event()
@@ -65,12 +69,13 @@ class ReaderPresence:
         self._failing = False
 
     def tick(self) -> None:
-        mark = self.mark_path.read_text().strip() if self.mark_path.exists() else ""
+        found = [path.name for path in self.marks.iterdir()] if self.marks.is_dir() else []
         pipe = self.client.pipeline(transaction=False)
         pipe.set(READER_KEY + self.name, self.where, ex=READER_TTL_SECONDS)
-        if mark:
-            pipe.sadd(WITNESS_KEY + mark, self.name)
-            pipe.expire(WITNESS_KEY + mark, 3600)
+        for mark in found:
+            if not mark.startswith("."):  # a mark being written
+                pipe.sadd(WITNESS_KEY + mark, self.name)
+                pipe.expire(WITNESS_KEY + mark, 3600)
         pipe.execute()
 
     def start(self) -> None:
@@ -103,22 +108,30 @@ class ReaderPresence:
 
 
 class WriterDirectory:
-    """The lake writer's side: its mark, and whether a server of the log was seen to read it."""
+    """The lake writer's side: its mark, and whether every server of the log was seen to read it."""
 
-    def __init__(self, client: redis.Redis, data_dir: Path, *, proof_seconds: float = PROOF_SECONDS) -> None:
+    def __init__(self, client: redis.Redis, data_dir: Path, *, proof_seconds: float | None = None) -> None:
         self.client = client
         self.data_dir = data_dir
-        self.proof_seconds = proof_seconds
+        self.proof_seconds = PROOF_SECONDS if proof_seconds is None else proof_seconds
         self.mark = uuid.uuid4().hex
+        self.mark_path = data_dir / MARKS_DIR / self.mark
         self.proved = False
-        self._readers_since: float | None = None
-        self._lock = threading.Lock()  # flushers of four tables and the main loop ask at once
+        self._unseen_since: float | None = None
 
     def write_mark(self) -> None:
-        path = self.data_dir / MARK_FILE
-        partial = path.with_name(f".{MARK_FILE}.{self.mark}")
-        partial.write_text(self.mark)
-        os.replace(partial, path)  # a server never reads half a mark
+        self.mark_path.parent.mkdir(parents=True, exist_ok=True)
+        for old in self.mark_path.parent.iterdir():
+            with contextlib.suppress(OSError):
+                if time.time() - old.stat().st_mtime > STALE_MARK_SECONDS:
+                    old.unlink()
+        partial = self.mark_path.with_name(f".{self.mark}")
+        partial.write_text(str(os.getpid()))
+        os.replace(partial, self.mark_path)
+
+    def remove_mark(self) -> None:
+        with contextlib.suppress(OSError):
+            self.mark_path.unlink()
 
     def _readers(self) -> dict[str, str]:
         names = list(self.client.scan_iter(match=READER_KEY + "*", count=1000))
@@ -130,51 +143,45 @@ class WriterDirectory:
         }
 
     def check(self) -> bool:
-        """True once proved; False while no server runs, or servers run and have had less than
-        ``proof_seconds`` to record the mark; ``NotTheReadersLake`` after that."""
-        with self._lock:
-            return self._check()
-
-    def _check(self) -> bool:
+        """True once every server registered (one at least) recorded the mark; False while none is
+        registered, or some has had less than ``proof_seconds`` to; ``NotTheReadersLake`` after."""
         if self.proved:
             return True
-        if self.client.scard(WITNESS_KEY + self.mark):
-            self.proved = True
-            log.info("lake_writer_directory_proved", data_dir=str(self.data_dir))
-            return True
         readers = self._readers()
-        if not readers:
-            self._readers_since = None
+        seen = {_text(name) for name in self.client.smembers(WITNESS_KEY + self.mark)}
+        unseen = {name: place for name, place in readers.items() if name not in seen}
+        if readers and not unseen:
+            self.proved = True
+            log.info("lake_writer_directory_proved", data_dir=str(self.data_dir), servers=len(readers))
+            return True
+        if not unseen:  # no server registered: nobody to ask, and nobody reading
+            self._unseen_since = None
             return False
         now = time.monotonic()
-        if self._readers_since is None:
-            self._readers_since = now
-        if now - self._readers_since >= self.proof_seconds:
-            where = ", ".join(sorted(set(readers.values())))
+        if self._unseen_since is None:
+            self._unseen_since = now
+        if now - self._unseen_since >= self.proof_seconds:
+            where = ", ".join(sorted(set(unseen.values())))
             raise NotTheReadersLake(
-                f"the servers of this Redis log (reading {where}) do not see {self.data_dir.resolve()}: "
-                "this `aisle flush` would move the log into a lake no server reads (a copy of the data "
-                "directory?). A standby must mount the servers' own data directory, never a copy."
+                f"servers of this Redis log do not see {self.data_dir.resolve()} (they read {where}); "
+                "nothing was moved from the log. Every `aisle serve` and the `aisle flush` of an install "
+                "must use the same data directory, never a copy of it."
             )
         return False
 
-    def may_write(self) -> bool:
-        """Whether a flush may move the log into this lake now: proved, or no server runs (nobody
-        reads either lake). Asked again before a flush lets the log go of its entries, so a server
-        that started meanwhile (it registers before it accepts a row) holds them back."""
-        if self.proved:
-            return True
-        with contextlib.suppress(NotTheReadersLake), self._lock:
-            return self._check() or self._readers_since is None
-        return False
-
-    def prove(self) -> bool:
-        """Write the mark and wait for a server to record it: True when one did, False when no server
-        runs (flushing unproved); ``NotTheReadersLake`` when servers run and none does."""
+    def prove(self, stop: threading.Event) -> bool:
+        """Write the mark and wait until every server registered recorded it (True), or ``stop`` is set
+        (False); ``NotTheReadersLake`` when some server does not within ``proof_seconds``."""
         self.write_mark()
-        while not self.check():
-            if self._readers_since is None:
-                log.warning("lake_writer_directory_unproved", reason="no server of this log is running")
+        waiting_logged = False
+        while True:
+            try:
+                if self.check():
+                    return True
+            except redis.RedisError as exc:  # Redis away: asked again
+                log.warning("lake_writer_directory_not_checked", error=repr(exc))
+            if self._unseen_since is None and not waiting_logged:
+                log.warning("lake_writer_waiting_for_a_server", reason="no server of this log is running")
+                waiting_logged = True
+            if stop.wait(TICK_SECONDS / 2):
                 return False
-            time.sleep(TICK_SECONDS / 4)
-        return True

@@ -103,6 +103,8 @@ def _not_blank(text: str) -> str:
 
 iso_time = BeforeValidator(_time_text)
 clock_reading = BeforeValidator(_clock_reading)
+# An event's, order's or metric's time: ISO 8601 text (a number would be read as epoch seconds).
+EventTime = Annotated[datetime, iso_time]
 # A batch's sentAt: the client's clock when it sent. Any year: a device whose clock reset to 1970 is
 # the case it is there for (its events' times shift by the same skew).
 SentAt = Annotated[datetime, clock_reading]
@@ -141,7 +143,7 @@ class EventIn(TypedDict):
     name: Annotated[str, Field(max_length=MAX_NAME_LENGTH, description="A canonical event name.")]
     timestamp: NotRequired[
         Annotated[
-            datetime | None,
+            EventTime | None,
             Field(
                 description="ISO 8601; server time when absent (a microsecond apart per place in the batch, "
                 "so events sent without a time keep the batch's order)."
@@ -252,7 +254,7 @@ class OrderItemIn(_Wire):
 
 class OrderIn(_Wire):
     order_id: Annotated[str, AfterValidator(_not_blank)] = Field(min_length=1, max_length=MAX_ID_LENGTH)
-    timestamp: datetime | None = None
+    timestamp: EventTime | None = None
     visitor_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
     session_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
     journey_id: str | None = Id
@@ -282,7 +284,7 @@ class MetricIn(_Wire):
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH, description="e.g. LCP, CLS, queue_size.")
     value: StrictFloat  # a JSON number (lax pydantic also reads true as 1.0)
     unit: str | None = Field(default=None, max_length=16)
-    timestamp: datetime | None = None
+    timestamp: EventTime | None = None
     visitor_id: str | None = Id
     session_id: str | None = Id
     url: str | None = Field(default=None, max_length=MAX_URL_LENGTH)

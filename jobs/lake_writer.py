@@ -10,7 +10,6 @@ the lake first.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 
 import redis
@@ -47,19 +46,32 @@ def run(settings: Settings, stop: threading.Event, *, ready: threading.Event | N
     check_can_run(settings)
     if replayed := flush_file_log(settings.data_dir):
         log.info("file_log_flushed", rows=replayed)  # acknowledged before the move to Redis
-    lease = WriterLease(redis.Redis.from_url(settings.stream_url, socket_timeout=3, socket_connect_timeout=3))
+    client = redis.Redis.from_url(settings.stream_url, socket_timeout=3, socket_connect_timeout=3)
+    directory = WriterDirectory(client, settings.data_dir)
+    try:
+        # The servers read this directory, not a copy of it: proved before the lease is taken, so a
+        # writer on a copy never holds it.
+        if directory.prove(stop):
+            _write(settings, stop, client, ready)
+    finally:
+        directory.remove_mark()
+        client.close()
+
+
+def _write(
+    settings: Settings, stop: threading.Event, client: redis.Redis, ready: threading.Event | None
+) -> None:
+    lease = WriterLease(client)
     lease.acquire()  # one writer per Redis log, wherever it runs
-    directory = WriterDirectory(lease.client, settings.data_dir)
     store = create_store_engine(settings.resolved_database_url)
     try:
-        directory.prove()  # the servers read this directory (not a copy of it), or none runs yet
         ingest = Ingest(
             data_dir=settings.data_dir,
             flush_interval_seconds=settings.flush_interval_seconds,
             stream_url=settings.stream_url,
             flush_in_background=True,
             order_window_seconds=settings.order_duplicate_window_seconds,
-            may_write=lambda: not lease.lost.is_set() and directory.may_write(),
+            may_write=lambda: not lease.lost.is_set(),
         )
     except BaseException:
         store.dispose()
@@ -84,10 +96,6 @@ def run(settings: Settings, stop: threading.Event, *, ready: threading.Event | N
                     "another `aisle flush` took this Redis log's lease (this one could not renew it); "
                     "stopped without flushing further"
                 )
-            # Unproved while no server ran: one that starts must see this directory (asked again
-            # next second while Redis is away).
-            with contextlib.suppress(redis.RedisError):
-                directory.check()
     finally:
         if scheduler is not None:
             scheduler.shutdown(wait=True)

@@ -16,7 +16,7 @@ from aisle.settings import Settings
 from api.app import create_app
 from ingest import lake_readers, writer_lease
 from ingest.lake_readers import (
-    MARK_FILE,
+    MARKS_DIR,
     READER_KEY,
     WITNESS_KEY,
     NotTheReadersLake,
@@ -78,53 +78,93 @@ def wait_for(condition, seconds: float = 10) -> None:
         time.sleep(0.05)
 
 
-def test_a_writer_on_the_servers_directory_is_proved_once_a_server_records_its_mark(
+def test_a_writer_on_the_servers_directory_is_proved_once_every_server_records_its_mark(
     tmp_path, redis_log_url, presences
 ):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     reader_on(presences, data_dir, redis_log_url)
+    reader_on(presences, data_dir, redis_log_url)
     writer = WriterDirectory(client(redis_log_url), data_dir)
     began = time.monotonic()
-    assert writer.prove()
+    assert writer.prove(threading.Event())
     assert time.monotonic() - began < 2  # a server records marks twice a second
-    assert (data_dir / MARK_FILE).read_text() == writer.mark
-    assert writer.may_write()
+    assert (data_dir / MARKS_DIR / writer.mark).exists()
+    writer.remove_mark()
+    assert not (data_dir / MARKS_DIR / writer.mark).exists()
 
 
 def test_a_writer_on_a_copy_is_refused_while_servers_read_the_original(tmp_path, redis_log_url, presences):
     data_dir, copy = tmp_path / "data", tmp_path / "copy"
     data_dir.mkdir()
     reader_on(presences, data_dir, redis_log_url)
-    assert WriterDirectory(client(redis_log_url), data_dir).prove()
+    assert WriterDirectory(client(redis_log_url), data_dir).prove(threading.Event())
     shutil.copytree(data_dir, copy)  # the real writer's mark too
     on_copy = WriterDirectory(client(redis_log_url), copy, proof_seconds=1)
-    with pytest.raises(NotTheReadersLake, match="do not see .*copy.*a copy of the data directory"):
-        on_copy.prove()
-    assert not on_copy.may_write()
+    with pytest.raises(NotTheReadersLake, match=r"do not see .*copy \(they read .*data\).*never a copy"):
+        on_copy.prove(threading.Event())
     # The real directory is not locked out: its next writer is proved as the first one was.
-    assert WriterDirectory(client(redis_log_url), data_dir).prove()
+    assert WriterDirectory(client(redis_log_url), data_dir).prove(threading.Event())
 
 
-def test_with_no_server_running_a_writer_flushes_unproved_until_a_server_reads_another_directory(
+def test_two_writers_proving_at_once_on_the_servers_directory_are_both_proved(
     tmp_path, redis_log_url, presences
 ):
+    """Each writer's mark is a file of its own: one does not hide the other's."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    reader_on(presences, data_dir, redis_log_url)
+    first, second = (WriterDirectory(client(redis_log_url), data_dir, proof_seconds=3) for _ in range(2))
+    first.write_mark()
+    assert second.prove(threading.Event())
+    assert first.prove(threading.Event())
+
+
+def test_with_no_server_running_a_writer_waits_and_takes_nothing(tmp_path, redis_log_url, presences):
+    """Servers stopped, or stalled past their registration: a writer on a copy moved the log into its
+    lake meanwhile (a black-box check lost 220 acknowledged events so)."""
     data_dir, copy = tmp_path / "data", tmp_path / "copy"
     data_dir.mkdir()
     copy.mkdir()
+    stop = threading.Event()
     on_copy = WriterDirectory(client(redis_log_url), copy, proof_seconds=1)
-    assert on_copy.prove() is False  # nobody to ask, and nothing reads either lake
-    assert on_copy.may_write()
-    reader_on(presences, data_dir, redis_log_url)
-    # From the server's registration on, the log is held back (the server accepts rows after it).
-    assert not on_copy.may_write()
-    time.sleep(1.1)
-    with pytest.raises(NotTheReadersLake):
-        on_copy.check()
-    # A writer on the servers' directory started unproved too is proved as soon as one runs.
+    outcome: list = []
+
+    def prove() -> None:
+        try:
+            outcome.append(on_copy.prove(stop))
+        except NotTheReadersLake as exc:
+            outcome.append(exc)
+
+    waiting = threading.Thread(target=prove)
+    waiting.start()
+    time.sleep(1.5)
+    assert not outcome and not on_copy.proved  # waiting, whatever the time
+    reader_on(presences, data_dir, redis_log_url)  # the servers come back, on the real directory
+    waiting.join(timeout=5)
+    assert isinstance(outcome[0], NotTheReadersLake)
     real = WriterDirectory(client(redis_log_url), data_dir)
-    real.write_mark()
-    wait_for(real.check, 3)
+    assert real.prove(stop)
+    # And a writer told to stop while it waits stops.
+    for presence in presences:
+        presence.stop()
+    presences.clear()
+    wait_for(lambda: not client(redis_log_url).keys(READER_KEY + "*"))
+    stop.set()
+    assert WriterDirectory(client(redis_log_url), data_dir).prove(stop) is False
+
+
+def test_a_server_on_a_copy_proves_no_writer_and_is_named(tmp_path, redis_log_url, presences):
+    """A server started on a copy recorded the copy's writer mark, which then moved the log into the
+    copy's lake (a black-box check)."""
+    data_dir, copy = tmp_path / "data", tmp_path / "copy"
+    data_dir.mkdir()
+    reader_on(presences, data_dir, redis_log_url)
+    shutil.copytree(data_dir, copy)
+    reader_on(presences, copy, redis_log_url)
+    for directory in (copy, data_dir):
+        with pytest.raises(NotTheReadersLake, match="do not see"):
+            WriterDirectory(client(redis_log_url), directory, proof_seconds=1).prove(threading.Event())
 
 
 def test_a_flush_told_to_stop_before_it_lets_go_of_the_log_leaves_the_entries_for_the_next(
@@ -183,6 +223,7 @@ def test_a_server_of_a_redis_log_registers_and_records_the_marks_in_its_director
         readers = client(redis_log_url).keys(READER_KEY + "*")
         assert len(readers) == 1
         assert client(redis_log_url).get(readers[0]).decode().endswith(str((tmp_path / "data").resolve()))
-        (tmp_path / "data" / MARK_FILE).write_text("m-1")
+        (tmp_path / "data" / MARKS_DIR).mkdir(exist_ok=True)
+        (tmp_path / "data" / MARKS_DIR / "m-1").write_text("1")
         wait_for(lambda: client(redis_log_url).scard(WITNESS_KEY + "m-1") == 1, 3)
     assert not client(redis_log_url).keys(READER_KEY + "*")  # a server that stops says so

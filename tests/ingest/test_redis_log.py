@@ -16,6 +16,7 @@ import redis
 
 from aisle.settings import Settings
 from ingest import writer_lease
+from ingest.lake_readers import ReaderPresence
 from ingest.log import LogWriteFailed
 from ingest.normalise import Context
 from ingest.service import DataDirBusy, Ingest, flush_file_log
@@ -389,23 +390,24 @@ def test_a_lease_that_ran_out_while_redis_was_away_is_taken_back_when_nobody_els
 
 
 def test_a_lake_writer_refused_by_the_lease_takes_nothing_from_the_log(tmp_path, redis_log_url, monkeypatch):
-    """A second `aisle flush` on another directory (a copy of the first's `log-id`, another machine)
-    took acknowledged rows into a lake nobody reads (a black-box check)."""
-    data_dir, copy = tmp_path / "data", tmp_path / "copy"
+    """A second `aisle flush` (another machine mounting the same directory) waits for the lease and,
+    refused, has taken nothing from the log."""
+    data_dir = tmp_path / "data"
     server = Ingest(data_dir=data_dir, stream_url=redis_log_url, flush_in_background=False)
+    presence = ReaderPresence(redis.Redis.from_url(redis_log_url), data_dir)  # as `aisle serve` runs
+    presence.start()
     server.accept_events_sync([event("e-1")], ctx())
-    copy.mkdir()
-    (copy / "log-id").write_text((data_dir / "log-id").read_text())
     monkeypatch.setattr(writer_lease, "TTL_SECONDS", 1)
     holder = WriterLease(redis.Redis.from_url(redis_log_url, socket_timeout=3))
-    holder.acquire()  # the real `aisle flush`
+    holder.acquire()  # the `aisle flush` that writes
     try:
         with pytest.raises(LakeWriterBusy):
             lake_writer.run(
-                Settings(data_dir=copy, redis_url=redis_log_url, durable_log="redis"), threading.Event()
+                Settings(data_dir=data_dir, redis_url=redis_log_url, durable_log="redis"), threading.Event()
             )
     finally:
         holder.release()
+        presence.stop()
         server.stop()
-    assert not (copy / "lake").exists()
+    assert stored(data_dir) == []
     assert redis.Redis.from_url(redis_log_url).xlen(stream_key(EVENTS.name)) == 1

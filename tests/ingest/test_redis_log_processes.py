@@ -89,13 +89,22 @@ def test_acknowledged_events_survive_kill_9_of_every_process_exactly_once(
                 process.kill()
 
     assert len(load.acknowledged) >= 8000
-    # The next flusher reads what its predecessor left unacknowledged, then the rest of the streams.
+    before_restart = stored_event_ids(data_dir)
+    # The next flusher reads what its predecessor left unacknowledged, then the rest of the streams,
+    # once a server of the install has seen its data directory (none runs after the kill: it waits).
     flusher = start_flusher(data_dir, redis_log_url, database_url=postgres_url)
+    time.sleep(2)
+    assert stored_event_ids(data_dir) == before_restart
+    server = start_server(data_dir, ports[0], **shared)
     try:
-        flusher.wait(timeout=5)
-    except subprocess.TimeoutExpired:
+        wait_until_locked(data_dir / "ingest.lock")  # proved, and flushing
         flusher.send_signal(signal.SIGTERM)  # it flushes on start, and once more when it stops
-    assert flusher.wait(timeout=60) == 0, flusher_errors(data_dir)
+        assert flusher.wait(timeout=60) == 0, flusher_errors(data_dir)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+        if flusher.poll() is None:
+            flusher.kill()
     assert_stored_exactly_once(data_dir, load.acknowledged)
 
 
@@ -126,15 +135,18 @@ def test_aisle_flush_refuses_a_file_log_and_a_second_flusher(tmp_path, redis_log
         2,
         "error: settings: AISLE_DURABLE_LOG=redis needs AISLE_REDIS_URL\n",
     )
+    server = start_server(data_dir, free_port(), redis_url=redis_log_url, durable_log="redis")
     first = start_flusher(data_dir, redis_log_url)
     try:
-        wait_until_locked(data_dir / "ingest.lock")
+        wait_until_locked(data_dir / "ingest.lock")  # proved by the server, and flushing
         second = start_flusher(data_dir, redis_log_url)
         assert second.wait(timeout=60) == 2
         assert "another Aisle process writes to" in flusher_errors(data_dir)
     finally:
         first.send_signal(signal.SIGTERM)
+        server.send_signal(signal.SIGTERM)
         assert first.wait(timeout=60) == 0
+        server.wait(timeout=60)
 
 
 def test_aisle_import_on_a_redis_log_stores_through_the_stream(tmp_path, redis_log_url):
