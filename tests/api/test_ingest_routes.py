@@ -423,8 +423,31 @@ def test_a_gzip_body_is_inflated_and_the_size_limit_holds_for_what_it_inflates_t
     assert (cut_short.status_code, error_code(cut_short)) == (400, "MALFORMED_BODY")
     brotli = client.post(url, content=batch, headers={**gzipped, "Content-Encoding": "br"})
     assert (brotli.status_code, error_code(brotli)) == (400, "UNSUPPORTED_CONTENT_ENCODING")
+    # A second gzip member, or bytes after the stream, would be dropped unread: refused.
+    second = gzip.compress(orjson.dumps({"events": [ev("g3")]}))
+    for tail in (second, b"garbage"):
+        more = client.post(url, content=gzip.compress(batch) + tail, headers=gzipped)
+        assert (more.status_code, error_code(more)) == (400, "MALFORMED_BODY"), more.text
     app.state.ingest.flush()
     assert query(app, "SELECT event_id FROM events ORDER BY event_id") == [("g1",), ("g2",)]
+
+
+@pytest.mark.parametrize("route", ["public", "private"])
+def test_a_time_sent_as_a_number_is_refused_not_read_as_epoch_seconds(client, app, owner, shop, route):
+    """ISO 8601 text only: the private routes stored 1732000000 as 2024-11-19."""
+    numeric = ev("n1", timestamp=1732000000)
+    if route == "public":
+        response = post_events(client, shop, [numeric, ev("n2")])
+    else:
+        response = owner.post(
+            "/analytics/track/batch", json={"siteId": shop["id"], "events": [numeric, ev("n2")]}
+        )
+    assert response.status_code == 200, response.text
+    assert [(r["index"], r["code"]) for r in response.json()["rejected"]] == [(0, "TIMESTAMP_INVALID")]
+    refused = post_order(client, shop, order("o-num", timestamp=1732000000))
+    assert refused.status_code == 400, refused.text
+    app.state.ingest.flush()
+    assert query(app, "SELECT event_id FROM events") == [("n2",)]
 
 
 # --- orders ------------------------------------------------------------------------------------------
