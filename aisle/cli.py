@@ -216,7 +216,9 @@ def import_(
         _refused(exc)
     try:
         ingest.start()
-        with tqdm(unit=" rows", desc=f"importing {file.name}", file=sys.stderr, disable=None) as bar:
+        # A preset counts what it makes of the rows (the online-retail preset: invoices).
+        unit = " orders" if preset else " rows"
+        with tqdm(unit=unit, desc=f"importing {file.name}", file=sys.stderr, disable=None) as bar:
             summary = import_file(
                 ingest, site=record, path=file, kind=kind, fmt=format, preset=preset, progress=bar.update
             )

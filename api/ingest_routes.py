@@ -157,21 +157,27 @@ async def _accept_order(request: Request, raw: Any, ctx: Context) -> OrderResult
         raise BadRequest(exc.reason, code=exc.code) from exc
     # The order id is claimed as the order is logged (an import's, or one in the lake, counts too).
     if not await _durably(ingest.store_new_order(row, ctx.site_id)):
+        hint = " (a refund of it needs an orderId of its own, with isRefund true and refundOf naming it)"
         raise Conflict(
-            f"Order '{row['order_id']}' was already received; it is stored once", code="DUPLICATE_ORDER"
+            f"Order '{row['order_id']}' was already received; it is stored once"
+            + (hint if row["is_refund"] else ""),
+            code="DUPLICATE_ORDER",
         )
     return OrderResult(order_id=row["order_id"], currency=row["currency"])
+
+
+DUPLICATE_ORDER_RESPONSE = {
+    409: error_response(
+        "The orderId was stored within the duplicate window (DUPLICATE_ORDER); nothing stored."
+    )
+}
 
 
 @public.post(
     "/orders",
     status_code=201,
     response_model=OrderResult,
-    responses={
-        409: error_response(
-            "The orderId was stored within the duplicate window (DUPLICATE_ORDER); nothing stored."
-        )
-    },
+    responses=DUPLICATE_ORDER_RESPONSE,
     openapi_extra=documented_body(
         OrderIn,
         (
@@ -340,6 +346,7 @@ async def track_batch(request: Request, store: StoreDep, principal: CurrentUser)
     "/track/order",
     status_code=201,
     response_model=OrderResult,
+    responses=DUPLICATE_ORDER_RESPONSE,
     dependencies=[require(ANALYTICS_VIEW)],
     openapi_extra=documented_body(TrackOrderIn, "One order plus `siteId`; historical timestamps accepted."),
 )

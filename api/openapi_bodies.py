@@ -20,7 +20,11 @@ def documented_body(model: Any, description: str, *, name: str | None = None) ->
         "requestBody": {
             "required": True,
             "description": description,
-            "content": {"application/json": {"schema": {"$ref": REF.format(model=name)}}},
+            # The ingestion routes read text/plain bodies too (navigator.sendBeacon's), as JSON.
+            "content": {
+                kind: {"schema": {"$ref": REF.format(model=name)}}
+                for kind in ("application/json", "text/plain")
+            },
         }
     }
 

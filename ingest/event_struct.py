@@ -25,6 +25,7 @@ import annotated_types
 import msgspec
 from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
+from pydantic.types import Strict
 from typing_extensions import get_type_hints, is_typeddict
 
 from ingest.schemas import Consent, EventBatch, EventIn, clock_reading, iso_time, plain_amount
@@ -64,7 +65,8 @@ def _constraints(extras: tuple[Any, ...]) -> dict[str, int]:
     found: dict[str, int] = {}
     for extra in extras:
         for rule in extra.metadata if isinstance(extra, FieldInfo) else [extra]:
-            if any(rule is covered for covered in _COVERED):
+            # msgspec's types are strict already (a bool is only true or false).
+            if any(rule is covered for covered in _COVERED) or isinstance(rule, Strict):
                 continue
             if isinstance(rule, annotated_types.MaxLen):
                 found["max_length"] = rule.max_length

@@ -426,6 +426,11 @@ def order_row(raw: Any, ctx: Context) -> dict[str, Any]:
     if order.total is not None and order.total < 0 and not order.is_refund:
         # Stored as a sale it would quietly take revenue away.
         raise Rejected("INVALID_ORDER", "total is negative: a refund or cancellation needs isRefund true")
+    if order.refund_of is not None and not order.is_refund:
+        # Stored as a sale it would count as revenue while saying it refunds another order.
+        raise Rejected(
+            "INVALID_ORDER", "refundOf names the order a refund refunds: send isRefund true with it"
+        )
     moment = event_time(order.timestamp, ctx)
     items = [
         {

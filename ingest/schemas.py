@@ -13,6 +13,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
     StrictFloat,
     StrictInt,
     model_validator,
@@ -51,7 +52,8 @@ def _significant_digits(number: float) -> int:
 
 def _amount_text(value: Any) -> Any:
     if isinstance(value, str) and not AMOUNT_TEXT.fullmatch(value):
-        raise ValueError("must be a decimal number such as 19.99")
+        spaced = value != value.strip() and AMOUNT_TEXT.fullmatch(value.strip())
+        raise ValueError("must be a decimal number such as 19.99" + (", without spaces" if spaced else ""))
     if isinstance(value, float) and _significant_digits(value) > DOUBLE_DIGITS:
         raise ValueError(
             f"has more than {DOUBLE_DIGITS} significant digits, more than a JSON number keeps exactly: "
@@ -126,10 +128,11 @@ class _Wire(BaseModel):
 
 @with_config(_WIRE_DICT)
 class Consent(TypedDict, total=False):
-    necessary: bool | None
-    analytics: bool | None
-    marketing: bool | None
-    preferences: bool | None
+    # JSON booleans only: lax pydantic read "yes", "true" and 1 as true (and msgspec's path did not).
+    necessary: StrictBool | None
+    analytics: StrictBool | None
+    marketing: StrictBool | None
+    preferences: StrictBool | None
 
 
 def _optional_id(description: str | None = None) -> Any:
@@ -252,8 +255,13 @@ class OrderItemIn(_Wire):
         return self
 
 
+def _order_id(text: str) -> str:
+    # Trimmed, as product codes are: "o1 " and "o1" are one order (stored twice before).
+    return _not_blank(text).strip()
+
+
 class OrderIn(_Wire):
-    order_id: Annotated[str, AfterValidator(_not_blank)] = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    order_id: Annotated[str, AfterValidator(_order_id)] = Field(min_length=1, max_length=MAX_ID_LENGTH)
     timestamp: EventTime | None = None
     visitor_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
     session_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
@@ -265,13 +273,15 @@ class OrderIn(_Wire):
     tax: Amount | None = None
     shipping: Amount | None = None
     discount: Amount | None = None
-    is_refund: bool = Field(
+    is_refund: StrictBool = Field(
         default=False,
         description="A refund or cancellation. Its total may be sent negative or positive (shops do both; it is "
         "stored as sent, and analytics count refunds by this flag, never as revenue); a negative total "
         "without isRefund is refused.",
     )
-    refund_of: str | None = Field(default=None, max_length=MAX_ID_LENGTH, description="The refunded orderId.")
+    refund_of: Annotated[str | None, AfterValidator(_trimmed)] = Field(
+        default=None, max_length=MAX_ID_LENGTH, description="The refunded orderId; only with isRefund true."
+    )
     items: list[OrderItemIn] = Field(min_length=1, max_length=MAX_ORDER_ITEMS)
     consent: Consent | None = None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlparse
@@ -110,6 +111,10 @@ async def guard_public_site(
 
 def _client_header(request: Request, name: str) -> str | None:
     value = request.headers.get(name)
+    if value is not None and not value.isascii():
+        # Header bytes arrive decoded as Latin-1; a library sending UTF-8 ("é") meant its characters.
+        with contextlib.suppress(UnicodeError):
+            value = value.encode("latin-1").decode("utf-8")
     if value is not None and len(value) > MAX_CLIENT_HEADER_LENGTH:
         raise BadRequest(
             f"{name} is longer than {MAX_CLIENT_HEADER_LENGTH} characters", code="CLIENT_HEADER_TOO_LONG"

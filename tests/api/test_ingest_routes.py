@@ -135,6 +135,20 @@ def test_client_headers_are_bounded_like_event_fields(client, app, shop, header)
     assert post_events(client, shop, [ev("long-header")], headers={header: "x" * 64}).status_code == 200
 
 
+def test_client_headers_sent_as_utf_8_keep_their_characters(client, app, shop):
+    """Header bytes arrive decoded as Latin-1: "Kassensystem Café" was stored as "CafÃ©"."""
+    platform = "Kassensystem Café".encode()
+    response = post_events(client, shop, [ev("h-utf8")], headers={"X-Aisle-Client-Platform": platform})
+    assert response.status_code == 200, response.text
+    app.state.ingest.flush()
+    assert query(app, "SELECT client_platform FROM events") == [("Kassensystem Café",)]
+
+
+def test_an_amount_with_spaces_around_it_says_so(client, shop):
+    response = post_events(client, shop, [ev("sp", value=" 12.50 ")])
+    assert "without spaces" in response.json()["rejected"][0]["reason"], response.text
+
+
 def test_a_bad_batch_reports_every_event_by_index(client, app, shop):
     response = post_events(
         client,
@@ -467,6 +481,37 @@ def test_an_order_is_stored_once_and_a_repeat_is_409(client, app, shop):
     assert rows == [("o-1", Decimal("39.980000"), "SEK", 2), ("o-2", Decimal("39.980000"), "GBP", 2)]
 
 
+def test_order_ids_are_trimmed_and_refunds_say_so(client, app, shop):
+    """ "o1 " and "o1" were stored as two orders; refundOf without isRefund was stored as a sale; a
+    refund sent under its sale's orderId got a bare 409."""
+    assert post_order(client, shop, order("o-t")).status_code == 201
+    for spaced in (" o-t", "o-t "):
+        assert post_order(client, shop, order(spaced)).status_code == 409
+    refund = order("o-t", isRefund=True, total="-39.98")
+    reused = post_order(client, shop, refund)
+    assert reused.status_code == 409 and "refundOf naming it" in reused.json()["error"]["message"]
+    unflagged = post_order(client, shop, order("r-1", refundOf="o-t"))
+    assert (unflagged.status_code, error_code(unflagged)) == (400, "INVALID_ORDER")
+    assert "isRefund true" in unflagged.json()["error"]["message"]
+    as_text = post_order(client, shop, order("r-2", isRefund="yes", refundOf="o-t"))
+    assert (as_text.status_code, error_code(as_text)) == (400, "INVALID_ORDER")
+    assert post_order(client, shop, {**refund, "orderId": "r-3", "refundOf": " o-t "}).status_code == 201
+    app.state.ingest.flush()
+    assert query(app, "SELECT order_id, is_refund, refund_of FROM orders ORDER BY 1") == [
+        ("o-t", False, None),
+        ("r-3", True, "o-t"),
+    ]
+
+
+def test_consent_categories_on_an_event_are_json_booleans(client, app, shop):
+    events = [ev("c-1", consent={"analytics": "yes"}), ev("c-2", consent={"analytics": 1}),
+              ev("c-3", consent={"analytics": True})]  # fmt: skip
+    response = post_events(client, shop, events)
+    assert [r["index"] for r in response.json()["rejected"]] == [0, 1], response.text
+    app.state.ingest.flush()
+    assert query(app, "SELECT event_id, consent_analytics FROM events") == [("c-3", True)]
+
+
 def test_a_repeated_order_is_409_after_a_restart_too(server, client, settings, shop):
     assert post_order(client, shop, order("o-before")).status_code == 201
     server.__exit__()  # a graceful stop; the in-process duplicate window goes with the process
@@ -745,6 +790,13 @@ def test_openapi_documents_the_ingestion_bodies(client):
     assert body_ref("/public/sites/{siteKey}/events/batch") == "EventBatch"
     assert body_ref("/public/sites/{siteKey}/orders") == "OrderIn"
     assert body_ref("/analytics/track/batch") == "TrackEventBatch"
+    # sendBeacon's text/plain bodies are read as JSON, and said so.
+    beacon = schema["paths"]["/api/v1/public/sites/{siteKey}/events/batch"]["post"]["requestBody"]["content"]
+    assert beacon["text/plain"] == beacon["application/json"]
+    for path in ("/public/sites/{siteKey}/orders", "/analytics/track/order"):
+        assert (
+            "DUPLICATE_ORDER" in schema["paths"][f"/api/v1{path}"]["post"]["responses"]["409"]["description"]
+        )
 
 
 # --- nothing answers 5xx -----------------------------------------------------------------------------
