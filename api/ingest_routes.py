@@ -28,6 +28,7 @@ from ingest.schemas import (
     EventBatch,
     EventBatchIn,
     EventIn,
+    IdentityId,
     MetricsBatch,
     MetricsBatchIn,
     OrderIn,
@@ -221,12 +222,10 @@ async def metrics(
 
 
 class IdentifyIn(StrictCamelModel):
-    visitor_id: str = Field(min_length=1, max_length=128)
-    user_id: str = Field(min_length=1, max_length=128)
-    session_id: str | None = Field(
+    visitor_id: IdentityId
+    user_id: IdentityId
+    session_id: IdentityId | None = Field(
         default=None,
-        min_length=1,
-        max_length=128,
         description="The visitor's current session; without it the identify event is in a session of the "
         "visitor's own (`identify:<visitorId>`), never one shared with other visitors.",
     )

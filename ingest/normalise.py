@@ -357,7 +357,10 @@ class _BatchContext:
                 )
         if name in PRODUCT_EVENTS and not product_code:
             raise Rejected("MISSING_PRODUCT_CODE", f"'{name}' needs metadata.productItemCode")
-        if name == "identify" and not event.user_id:
+        # The people analytics count: a blank id would make one person of every client sending it.
+        if event.visitor_id.isspace() or event.session_id.isspace():
+            raise Rejected("INVALID_EVENT", "visitorId and sessionId must not be blank")
+        if name == "identify" and (not event.user_id or event.user_id.isspace()):
             # The event that links a visitor to a user: without the user it links nothing.
             raise Rejected("MISSING_USER_ID", "'identify' needs userId, the user the visitor is")
         category_path = get("categoryPath")

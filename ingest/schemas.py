@@ -103,6 +103,10 @@ def _not_blank(text: str) -> str:
     return text
 
 
+# A visitor, session or user as identity: a blank one would make one person of every client sending it.
+IdentityId = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH), AfterValidator(_not_blank)]
+
+
 iso_time = BeforeValidator(_time_text)
 clock_reading = BeforeValidator(_clock_reading)
 # An event's, order's or metric's time: ISO 8601 text (a number would be read as epoch seconds).
@@ -263,8 +267,8 @@ def _order_id(text: str) -> str:
 class OrderIn(_Wire):
     order_id: Annotated[str, AfterValidator(_order_id)] = Field(min_length=1, max_length=MAX_ID_LENGTH)
     timestamp: EventTime | None = None
-    visitor_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
-    session_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    visitor_id: IdentityId
+    session_id: IdentityId
     journey_id: str | None = Id
     user_id: str | None = Id
     currency: str | None = Field(default=None, max_length=8)

@@ -309,6 +309,20 @@ def test_events_with_a_blank_event_id_are_each_stored(client, app, shop):
     assert query(app, "SELECT visitor_id FROM events ORDER BY 1") == [("a",), ("b",), ("c",), ("d",)]
 
 
+def test_an_event_of_a_blank_visitor_is_reported_by_index_and_the_rest_stored(client, app, shop):
+    response = post_events(
+        client, shop, [ev("b1", visitorId="a"), ev("b2", visitorId="   "), ev("b3", sessionId=" ")]
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["accepted"] == 1
+    assert [(r["index"], r["code"]) for r in response.json()["rejected"]] == [
+        (1, "INVALID_EVENT"),
+        (2, "INVALID_EVENT"),
+    ]
+    app.state.ingest.flush()
+    assert query(app, "SELECT event_id FROM events") == [("b1",)]
+
+
 def test_sent_at_corrects_client_clock_skew(client, app, shop):
     # The client's clock runs two hours ahead; its event happened a minute before it sent the batch.
     ahead = timedelta(hours=2)

@@ -329,6 +329,16 @@ def test_historical_context_accepts_old_timestamps_back_to_2000():
 # --- names, products, categories, shape --------------------------------------------------------------
 
 
+@pytest.mark.parametrize("blank", [{"visitorId": "  "}, {"sessionId": "\t"}])
+def test_an_event_of_a_blank_visitor_or_session_is_refused(blank):
+    # Stored, " " would be one visitor: every client sending it one person in every analysis.
+    assert rejection(event(**blank)) == ("INVALID_EVENT", "visitorId and sessionId must not be blank")
+
+
+def test_identify_with_a_blank_user_is_refused():
+    assert rejection(event(name="identify", userId="   "))[0] == "MISSING_USER_ID"
+
+
 def test_the_product_family_is_the_documented_one():
     assert set(EVENT_FAMILIES["product"]) == set(PRODUCT_EVENTS)
 
@@ -534,6 +544,8 @@ def test_order_currency_resolution(currency, site_currency, expected):
         (order(items=[{"productId": "p", "quantity": 1, "price": "-1E+1000000"}]), "AMOUNT_INVALID"),
         (order(total="1_000"), "INVALID_ORDER"),
         (order(orderId="   "), "INVALID_ORDER"),
+        (order(visitorId="  "), "INVALID_ORDER"),
+        (order(sessionId=" "), "INVALID_ORDER"),
         (order(items=[{"productId": "p", "quantity": "2", "price": "1"}]), "INVALID_ORDER"),
         (order(items=[{"productId": "p", "quantity": True, "price": "1"}]), "INVALID_ORDER"),
         (order(currency="XXX"), "CURRENCY_NOT_ISO4217"),

@@ -69,3 +69,18 @@ def test_a_shared_device_counts_as_its_first_user_even_for_a_second_login(lake):
         ("bobs-phone", "page_view", "bob"), ("kiosk", "page_view", "ada"), ("kiosk", "identify", "ada"),
         ("kiosk", "page_view", "ada"), ("kiosk", "scroll", "ada"),
     ]  # fmt: skip
+
+
+def test_a_blank_user_id_links_no_one(lake):
+    # A client sending userId " " for its anonymous visitors: they stay two people, not one " ".
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "a": [{"name": "page_view", "userId": " "}],
+        "b": [{"name": "page_view", "userId": ""}, {"name": "scroll", "userId": "  "}],
+    })  # fmt: skip
+    rows = (
+        engine.cursor()
+        .execute("SELECT DISTINCT visitor_id, person_id FROM events_people ORDER BY 1")
+        .fetchall()
+    )
+    assert rows == [("a", "a"), ("b", "b")]

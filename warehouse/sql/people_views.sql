@@ -2,19 +2,20 @@
 -- (before or after its events); a visitor never linked counts as itself.
 
 -- The user each visitor was linked to: the first user id seen with it, on an event or an order.
+-- A blank user id ('', ' ') is no user: it would make one person of every visitor sending it.
 CREATE OR REPLACE VIEW visitor_users AS
 SELECT site_id, visitor_id, arg_min(user_id, ts) AS user_id
 FROM (
-    SELECT site_id, visitor_id, user_id, ts FROM events WHERE user_id IS NOT NULL AND user_id <> ''
+    SELECT site_id, visitor_id, user_id, ts FROM events WHERE trim(user_id) <> ''
     UNION ALL
-    SELECT site_id, visitor_id, user_id, ts FROM orders WHERE user_id IS NOT NULL AND user_id <> ''
+    SELECT site_id, visitor_id, user_id, ts FROM orders WHERE trim(user_id) <> ''
 )
 GROUP BY site_id, visitor_id;
 
 -- A row's person: its visitor's first-linked user, else the user the row itself names (a consent
 -- record of a visitor no event or order links), else the visitor. Every query resolving people calls it.
 CREATE OR REPLACE MACRO person_of(linked_user, own_user, visitor) AS
-    coalesce(linked_user, nullif(own_user, ''), visitor);
+    coalesce(linked_user, CASE WHEN trim(own_user) <> '' THEN own_user END, visitor);
 
 CREATE OR REPLACE VIEW events_people AS
 SELECT e.*, person_of(l.user_id, e.user_id, e.visitor_id) AS person_id
