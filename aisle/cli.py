@@ -190,7 +190,7 @@ def import_(
 ) -> None:
     """Load events or orders through the same validation as the API; prints a JSON summary with
     rejected rows by reason. Run it while `aisle serve` is stopped (one writer per data dir), or at
-    any time on a Redis log (AISLE_DURABLE_LOG=redis). With
+    any time on a Redis log (AISLE_DURABLE_LOG=redis), where `aisle flush` moves the rows. With
     --products, load a product feed into the catalog (as POST /analytics/product/:siteId/feed does);
     that needs no lake and may run beside `aisle serve`."""
     if products:
@@ -206,7 +206,7 @@ def import_(
     settings, store = _store(data_dir, existing=True)
     record = _site(store, site)
     try:
-        # On a Redis log the rows go where the servers' go; the import flushes them itself at the end.
+        # On a Redis log the rows go where the servers' go, and the install's `aisle flush` moves them.
         ingest = Ingest(
             data_dir=settings.data_dir,
             stream_url=settings.stream_url,
@@ -222,8 +222,8 @@ def import_(
             summary = import_file(
                 ingest, site=record, path=file, kind=kind, fmt=format, preset=preset, progress=bar.update
             )
-        if settings.stream_url is not None:
-            ingest.flush()
+        if not ingest.writes_lake:
+            typer.echo("The rows are in the Redis log; `aisle flush` moves them to the lake.", err=True)
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc

@@ -177,7 +177,8 @@ def load_traffic(
         send_orders()
     if consents:
         send_consents()
-    ingest.flush()
+    if ingest.writes_lake:
+        ingest.flush()
     return counts
 
 
@@ -196,7 +197,8 @@ def load_demo(
 
     On a file log the lake needs the data directory to itself: while another process (``aisle
     serve``) holds it, the sites that would need traffic are not created, and a warning says so. On a
-    Redis log (``stream_url``) the traffic goes through the streams, beside any server."""
+    Redis log (``stream_url``) the traffic goes through the streams, beside any server, and the
+    install's `aisle flush` moves it to the lake."""
     with store.connect() as conn:
         user = users.get_by_email(conn, email=DEMO_EMAIL)
     if user is None:

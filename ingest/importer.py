@@ -377,7 +377,8 @@ def import_file(
         if len(batch) >= BATCH_ROWS:
             send()
     send()
-    ingest.flush()
+    if ingest.writes_lake:
+        ingest.flush()
     if not summary.rows_read:
         raise ValueError(f"{path.name} holds no rows (an empty file, or a header alone)")
     return summary

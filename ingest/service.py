@@ -251,6 +251,13 @@ class Ingest:
             self._lock_handle.close()
 
     @property
+    def writes_lake(self) -> bool:
+        """Whether this process is its data directory's lake writer: a file log's, or a Redis log's
+        `aisle flush`. Others (a Redis log's servers, imports and demo loads) leave what they accept
+        in the log for that writer, which alone proved the data directory is the servers'."""
+        return self._lock_handle is not None
+
+    @property
     def has_flusher_process(self) -> bool:
         return self._events_process is not None
 

@@ -556,6 +556,13 @@ def test_load_demo_on_a_redis_log_loads_the_traffic_beside_the_servers(tmp_path,
     finally:
         server.stop()
     assert "warnings" not in loaded and len(loaded["sites"]) == 3
+    # In the log, for the install's lake writer (`aisle flush`) alone to move.
+    assert not list((data_dir / "lake").glob("*/*/*/*.parquet"))
+    writer = Ingest(data_dir=data_dir, stream_url=redis_log_url)
+    try:
+        writer.flush()
+    finally:
+        writer.stop()
     counts = lake_counts(data_dir)
     for site in loaded["sites"]:
         assert counts["events"][site["siteId"]] == loaded["loaded"][site["name"]]["eventsAccepted"] > 0

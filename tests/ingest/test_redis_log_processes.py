@@ -149,7 +149,9 @@ def test_aisle_flush_refuses_a_file_log_and_a_second_flusher(tmp_path, redis_log
         server.wait(timeout=60)
 
 
-def test_aisle_import_on_a_redis_log_stores_through_the_stream(tmp_path, redis_log_url):
+def test_aisle_import_on_a_redis_log_leaves_its_rows_to_the_proved_aisle_flush(tmp_path, redis_log_url):
+    """The import only appends: a data directory an import names may be a copy, and only an `aisle
+    flush` the servers proved writes the lake (it used to flush its rows into its own directory)."""
     data_dir = tmp_path / "data"
     prepare_site(data_dir)
     with sqlite3.connect(data_dir / "aisle.db") as db:
@@ -164,11 +166,23 @@ def test_aisle_import_on_a_redis_log_stores_through_the_stream(tmp_path, redis_l
     first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stderr
     assert (json.loads(first.stdout)["stored"], json.loads(first.stdout)["duplicates"]) == (2, 0)
+    assert "`aisle flush` moves them to the lake" in first.stderr
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert json.loads(again.stdout)["duplicates"] == 2  # the order ids are known in Redis
-    glob = str(data_dir / "lake" / "orders" / "*" / "*" / "*.parquet")
-    assert sorted(r[0] for r in duckdb.sql(f"SELECT order_id FROM read_parquet('{glob}')").fetchall()) == [
-        "o-1",
-        "o-2",
-    ]
-    assert redis.Redis.from_url(redis_log_url).xlen("aisle:log:orders") == 0
+    log = redis.Redis.from_url(redis_log_url)
+    assert log.xlen("aisle:log:orders") > 0
+    assert not list((data_dir / "lake").glob("orders/*/*/*.parquet"))
+
+    server = start_server(data_dir, free_port(), redis_url=redis_log_url, durable_log="redis")
+    flusher = start_flusher(data_dir, redis_log_url)
+    try:
+        glob = str(data_dir / "lake" / "orders" / "*" / "*" / "*.parquet")
+        deadline = time.monotonic() + 30
+        while log.xlen("aisle:log:orders") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        stored = sorted(r[0] for r in duckdb.sql(f"SELECT order_id FROM read_parquet('{glob}')").fetchall())
+        assert stored == ["o-1", "o-2"]
+    finally:
+        for process in (flusher, server):
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
