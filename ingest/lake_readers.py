@@ -55,6 +55,12 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def _server(name: str, place: str) -> str:
+    """A registered server as an operator finds it: its process and the directory it reads."""
+    host, pid = (name.rsplit(":", 2) + ["?", "?"])[:2]
+    return f"`aisle serve` process {pid} on {host} reads {place.split(':', 1)[-1]}"
+
+
 class ReaderPresence:
     """A server of a Redis log: says it reads the lake, and records the writer marks its data
     directory holds."""
@@ -161,9 +167,9 @@ class WriterDirectory:
         if self._unseen_since is None:
             self._unseen_since = now
         if now - self._unseen_since >= self.proof_seconds:
-            where = ", ".join(sorted(set(unseen.values())))
             raise NotTheReadersLake(
-                f"servers of this Redis log do not see {self.data_dir.resolve()} (they read {where}); "
+                f"not every server of this Redis log sees {self.data_dir.resolve()} "
+                f"({'; '.join(_server(n, p) for n, p in sorted(unseen.items()))}); "
                 "nothing was moved from the log. Every `aisle serve` and the `aisle flush` of an install "
                 "must use the same data directory, never a copy of it."
             )

@@ -59,9 +59,11 @@ class WriterLease:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def acquire(self, *, wait_seconds: float | None = None) -> None:
+    def acquire(self, *, wait_seconds: float | None = None, stop: threading.Event | None = None) -> bool:
         """Take the lease, waiting up to ``wait_seconds`` (a little over its time to live) for a
-        previous holder's to expire; ``LakeWriterBusy`` when it is still held then."""
+        previous holder's to expire; ``LakeWriterBusy`` when it is still held then. False, without
+        the lease, when ``stop`` is set while it waits (a SIGTERM waited up to 20 s)."""
+        stop = stop or threading.Event()
         deadline = time.monotonic() + (self.ttl_seconds + 5 if wait_seconds is None else wait_seconds)
         while not self.client.set(LEASE_KEY, self.holder, nx=True, ex=self.ttl_seconds):
             holder = self.client.get(LEASE_KEY)
@@ -73,9 +75,11 @@ class WriterLease:
                     f"{self.ttl_seconds} s)"
                 )
             log.info("waiting_for_lake_writer_lease", holder=holder)
-            time.sleep(1)
+            if stop.wait(1):
+                return False
         self._thread = threading.Thread(target=self._renew, name="lake-writer-lease", daemon=True)
         self._thread.start()
+        return True
 
     def _renew(self) -> None:
         while not self._stop.wait(min(RENEW_SECONDS, self.ttl_seconds / 3)):

@@ -62,7 +62,8 @@ def _write(
     settings: Settings, stop: threading.Event, client: redis.Redis, ready: threading.Event | None
 ) -> None:
     lease = WriterLease(client)
-    lease.acquire()  # one writer per Redis log, wherever it runs
+    if not lease.acquire(stop=stop):  # one writer per Redis log, wherever it runs
+        return
     store = create_store_engine(settings.resolved_database_url)
     try:
         ingest = Ingest(

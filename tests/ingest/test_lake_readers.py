@@ -4,6 +4,7 @@ writer is never locked out by what a copy did."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import time
@@ -101,7 +102,8 @@ def test_a_writer_on_a_copy_is_refused_while_servers_read_the_original(tmp_path,
     assert WriterDirectory(client(redis_log_url), data_dir).prove(threading.Event())
     shutil.copytree(data_dir, copy)  # the real writer's mark too
     on_copy = WriterDirectory(client(redis_log_url), copy, proof_seconds=1)
-    with pytest.raises(NotTheReadersLake, match=r"do not see .*copy \(they read .*data\).*never a copy"):
+    refused = rf"not every server of this Redis log sees .*copy \(`aisle serve` process {os.getpid()} on .* reads .*data\).*never a copy"
+    with pytest.raises(NotTheReadersLake, match=refused):
         on_copy.prove(threading.Event())
     # The real directory is not locked out: its next writer is proved as the first one was.
     assert WriterDirectory(client(redis_log_url), data_dir).prove(threading.Event())
@@ -162,8 +164,10 @@ def test_a_server_on_a_copy_proves_no_writer_and_is_named(tmp_path, redis_log_ur
     reader_on(presences, data_dir, redis_log_url)
     shutil.copytree(data_dir, copy)
     reader_on(presences, copy, redis_log_url)
-    for directory in (copy, data_dir):
-        with pytest.raises(NotTheReadersLake, match="do not see"):
+    for directory, other in ((copy, data_dir), (data_dir, copy)):
+        # The one server that does not see the writer's directory is named, with the one it reads.
+        refused = rf"not every server .* sees .*{directory.name} \(`aisle serve` process \d+ on .* reads .*{other.name}\);"
+        with pytest.raises(NotTheReadersLake, match=refused):
             WriterDirectory(client(redis_log_url), directory, proof_seconds=1).prove(threading.Event())
 
 

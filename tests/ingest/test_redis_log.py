@@ -357,6 +357,24 @@ def test_a_second_lake_writer_waits_for_the_lease_and_is_refused_while_it_is_ren
     second.release()
 
 
+def test_a_writer_waiting_for_the_lease_stops_when_told_to(redis_log_url):
+    """A SIGTERM to an `aisle flush` waiting for a killed writer's lease waited it out, up to 20 s,
+    then flushed once (a black-box check)."""
+    client = lambda: redis.Redis.from_url(redis_log_url, socket_timeout=3)  # noqa: E731
+    holder = WriterLease(client(), ttl_seconds=30)
+    holder.acquire()
+    try:
+        stop = threading.Event()
+        threading.Timer(0.5, stop.set).start()
+        began = time.monotonic()
+        waiting = WriterLease(client(), ttl_seconds=30)
+        assert waiting.acquire(wait_seconds=60, stop=stop) is False
+        assert time.monotonic() - began < 3
+        assert redis.Redis.from_url(redis_log_url).get("aisle:log:lake-writer").decode() == holder.holder
+    finally:
+        holder.release()
+
+
 def test_a_writer_killed_lets_the_next_in_and_then_knows_it_lost_the_lease(redis_log_url):
     client = lambda: redis.Redis.from_url(redis_log_url, socket_timeout=3)  # noqa: E731
     dead = WriterLease(client(), ttl_seconds=1)
