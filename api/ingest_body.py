@@ -5,10 +5,10 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-import orjson
 from fastapi import Request
 
 from api.errors import BadRequest, PayloadTooLarge
+from ingest import json_text
 from ingest.schemas import MAX_BODY_BYTES
 
 # navigator.sendBeacon posts strings as text/plain; the JSON inside is the same.
@@ -22,20 +22,24 @@ def _too_large() -> PayloadTooLarge:
 
 
 def _gunzip(body: bytes) -> bytes:
-    """A gzip body, inflated; the size limit holds for what it inflates to (no zip bombs)."""
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        inflated = inflater.decompress(body, MAX_BODY_BYTES + 1)
-    except zlib.error as exc:
-        raise BadRequest(f"Body is not valid gzip: {exc}", code="MALFORMED_BODY") from exc
-    if len(inflated) > MAX_BODY_BYTES or inflater.unconsumed_tail:
-        raise _too_large()
-    if not inflater.eof:
-        raise BadRequest("Body is not valid gzip: it ends early", code="MALFORMED_BODY")
-    if inflater.unused_data:
-        # A second gzip member, or bytes after the stream: what they hold would be dropped unread.
-        raise BadRequest("Body holds more after its gzip stream; send one gzip stream", code="MALFORMED_BODY")
-    return inflated
+    """A gzip body, inflated; the size limit holds for what it inflates to (no zip bombs). Every
+    member is read, as gzip(1) reads them (a client may compress its body in pieces); bytes after
+    the last member that are not one are refused, never dropped unread."""
+    inflated, rest = b"", body
+    while True:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            inflated += inflater.decompress(rest, MAX_BODY_BYTES + 1 - len(inflated))
+        except zlib.error as exc:
+            after = " after its first gzip member" if inflated else ""
+            raise BadRequest(f"Body is not valid gzip{after}: {exc}", code="MALFORMED_BODY") from exc
+        if len(inflated) > MAX_BODY_BYTES or inflater.unconsumed_tail:
+            raise _too_large()
+        if not inflater.eof:
+            raise BadRequest("Body is not valid gzip: it ends early", code="MALFORMED_BODY")
+        rest = inflater.unused_data
+        if not rest:
+            return inflated
 
 
 async def read_body(request: Request) -> bytes:
@@ -65,16 +69,10 @@ async def read_body(request: Request) -> bytes:
     return _gunzip(body) if encoding == "gzip" else body
 
 
-UTF8_BOM = b"\xef\xbb\xbf"
-
-
 def parse_json(body: bytes) -> Any:
     try:
-        # Some HTTP clients and editors put a byte-order mark before UTF-8 text; JSON has no use for it.
-        return orjson.loads(body.removeprefix(UTF8_BOM))
-    except orjson.JSONDecodeError as exc:
-        if "UTF-8" in str(exc):  # orjson words it as a str's problem ("surrogates not allowed")
-            raise BadRequest("Body is not valid JSON: it is not UTF-8 text", code="MALFORMED_JSON") from exc
+        return json_text.loads(body)
+    except json_text.NotJson as exc:
         raise BadRequest(f"Body is not valid JSON: {exc}", code="MALFORMED_JSON") from exc
 
 

@@ -53,7 +53,8 @@ def _decode_hook(kind: type, value: Any) -> Any:
     if kind is WireMoney:
         if isinstance(value, str) and _PLAIN_DECIMAL.fullmatch(value):
             return WireMoney(value)
-        if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
+        # Longer integers go to the per-event path, which holds them to a double's 15 digits.
+        if isinstance(value, int) and not isinstance(value, bool) and -(10**15) < value < 10**15:
             return WireMoney(value)
     raise ValueError(f"left to the per-event path: {value!r}")
 

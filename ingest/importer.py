@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ingest import json_text
 from ingest.normalise import Context, Rejected, money
 from ingest.schemas import AMOUNT_TEXT, BatchResult
 from ingest.service import Ingest
@@ -139,8 +139,8 @@ def _api_fields(row: dict[str, Any]) -> dict[str, Any]:
     for column in JSON_COLUMNS:
         value = row.get(column)
         if isinstance(value, str) and value.strip()[:1] in ("{", "["):
-            with contextlib.suppress(orjson.JSONDecodeError):  # left as text; validation reports it
-                row[column] = orjson.loads(value)
+            with contextlib.suppress(json_text.NotJson):  # left as text; validation reports it
+                row[column] = json_text.loads(value)
     return {k: v for k, v in row.items() if v not in ("", None)}
 
 
@@ -164,8 +164,8 @@ def read_rows(path: Path, fmt: str) -> Iterator[tuple[int, Any]]:
             for number, line in enumerate(handle, start=1):
                 if line.strip():
                     try:
-                        yield number, orjson.loads(line)
-                    except orjson.JSONDecodeError as exc:
+                        yield number, json_text.loads(line)
+                    except json_text.NotJson as exc:
                         yield number, ("INVALID_JSON", f"is not JSON: {exc}")
     elif fmt == "parquet":
         number = 0

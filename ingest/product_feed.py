@@ -28,9 +28,9 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-import orjson
 from sqlalchemy import Engine
 
+from ingest import json_text
 from ingest.currency import normalise_currency
 from warehouse.catalog import products
 from warehouse.catalog.products import FeedProduct
@@ -132,13 +132,13 @@ def read_feed(text: str, fmt: str) -> Iterator[tuple[int, Any]]:
         for number, line in enumerate(text.splitlines(), start=1):
             if line.strip():
                 try:
-                    yield number, orjson.loads(line)
-                except orjson.JSONDecodeError:
+                    yield number, json_text.loads(line)
+                except json_text.NotJson:
                     yield number, line
     elif fmt == "json":
         try:
-            body = orjson.loads(text)
-        except orjson.JSONDecodeError as exc:
+            body = json_text.loads(text)
+        except json_text.NotJson as exc:
             raise FeedUnreadable(f"the feed is not valid JSON: {exc}") from exc
         if isinstance(body, dict) and isinstance(body.get("products"), list):
             body = body["products"]

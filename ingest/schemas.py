@@ -40,21 +40,25 @@ AMOUNT_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.AS
 
 
 # A JSON number is read as a double, which holds 15 significant digits: past them the number read may
-# not be the one sent (99999999999999.99 reads as ...98), and money is kept exact or refused.
+# not be the one sent (99999999999999.99 reads as ...98), and money is kept exact or refused. An
+# integer is read exactly here, but most clients' JSON (JavaScript's) held it as a double before it
+# was sent (9007199254740993 goes out as ...992): the same limit holds for it.
 DOUBLE_DIGITS = 15
 
 
-def _significant_digits(number: float) -> int:
+def _significant_digits(number: float | int) -> int:
     """Digits of the shortest text that reads back as ``number`` (a double read from at most 15
     digits has at most 15 here)."""
-    return len(repr(number).split("e")[0].lstrip("-").replace(".", "").strip("0"))
+    digits = str(abs(number)) if isinstance(number, int) else repr(number).split("e")[0].lstrip("-")
+    return len(digits.replace(".", "").strip("0"))
 
 
 def _amount_text(value: Any) -> Any:
     if isinstance(value, str) and not AMOUNT_TEXT.fullmatch(value):
         spaced = value != value.strip() and AMOUNT_TEXT.fullmatch(value.strip())
         raise ValueError("must be a decimal number such as 19.99" + (", without spaces" if spaced else ""))
-    if isinstance(value, float) and _significant_digits(value) > DOUBLE_DIGITS:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if number and _significant_digits(value) > DOUBLE_DIGITS:
         raise ValueError(
             f"has more than {DOUBLE_DIGITS} significant digits, more than a JSON number keeps exactly: "
             'send it as a decimal string such as "99999999999999.99"'

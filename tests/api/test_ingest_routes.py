@@ -219,6 +219,26 @@ def test_money_past_a_doubles_digits_is_kept_exact_as_a_string_and_refused_as_a_
     assert query(app, "SELECT order_id, total::VARCHAR FROM orders") == [("o-text", "99999999999999.990000")]
 
 
+def test_an_integer_amount_past_a_doubles_digits_is_refused_as_a_json_number(client, app, shop):
+    """9007199254740993 from a JavaScript client went out as ...992: an integer was stored as read."""
+    events = [ev("d1", name="purchase", value=9007199254740993), ev("d2", name="purchase", value=10**16),
+              ev("d3", name="purchase", value=999999999999999)]  # fmt: skip
+    response = post_events(client, shop, events)
+    assert response.json()["accepted"] == 2, response.text
+    [rejected] = response.json()["rejected"]
+    assert (rejected["index"], rejected["code"]) == (0, "INVALID_EVENT")
+    assert "send it as a decimal string" in rejected["reason"]
+    headers = {**ORIGIN, "Content-Type": "application/json"}
+    as_number = orjson.dumps(order("o-int")).replace(b'"39.98"', b"12345678901234567")
+    refused = client.post(f"/public/sites/{shop['siteKey']}/orders", content=as_number, headers=headers)
+    assert (refused.status_code, error_code(refused)) == (400, "INVALID_ORDER"), refused.text
+    app.state.ingest.flush()
+    assert query(app, "SELECT event_id, value::VARCHAR FROM events ORDER BY 1") == [
+        ("d2", "10000000000000000.000000"),
+        ("d3", "999999999999999.000000"),
+    ]
+
+
 @pytest.mark.parametrize(
     "sent_at", [5, "5", 1732400000000, True, "soon", "2026-11-24", "2026-11-24T12:49Z", "12:49:00"]
 )
@@ -451,13 +471,62 @@ def test_a_gzip_body_is_inflated_and_the_size_limit_holds_for_what_it_inflates_t
     assert (cut_short.status_code, error_code(cut_short)) == (400, "MALFORMED_BODY")
     brotli = client.post(url, content=batch, headers={**gzipped, "Content-Encoding": "br"})
     assert (brotli.status_code, error_code(brotli)) == (400, "UNSUPPORTED_CONTENT_ENCODING")
-    # A second gzip member, or bytes after the stream, would be dropped unread: refused.
-    second = gzip.compress(orjson.dumps({"events": [ev("g3")]}))
-    for tail in (second, b"garbage"):
-        more = client.post(url, content=gzip.compress(batch) + tail, headers=gzipped)
-        assert (more.status_code, error_code(more)) == (400, "MALFORMED_BODY"), more.text
+    # Bytes after the stream would be dropped unread: refused.
+    more = client.post(url, content=gzip.compress(batch) + b"garbage", headers=gzipped)
+    assert (more.status_code, error_code(more)) == (400, "MALFORMED_BODY"), more.text
+    # A body compressed in pieces (several gzip members, as gzip(1) reads them): every piece is read.
+    body = orjson.dumps({"events": [ev("g3"), ev("g4")]})
+    pieces = client.post(url, content=gzip.compress(body[:20]) + gzip.compress(body[20:]), headers=gzipped)
+    assert pieces.json() == {"accepted": 2, "rejected": [], "duplicates": 0}, pieces.text
     app.state.ingest.flush()
-    assert query(app, "SELECT event_id FROM events ORDER BY event_id") == [("g1",), ("g2",)]
+    assert query(app, "SELECT event_id FROM events ORDER BY event_id") == [("g1",), ("g2",), ("g3",), ("g4",)]
+
+
+def test_a_lone_surrogate_escape_is_read_as_the_replacement_character_not_a_broken_batch(client, app, shop):
+    """JSON.stringify writes "\\ud83d" for a title cut inside an emoji: the whole batch was a 400."""
+    body = (
+        b'{"events": [{"name": "page_view", "eventId": "u1", "visitorId": "v", "sessionId": "s",'
+        b' "metadata": {"title": "Mugs \\ud83d", "\\udc00k": "\\ud83d\\ude00"}},'
+        b' {"name": "page_view", "eventId": "u2", "visitorId": "v", "sessionId": "s"}]}'
+    )
+    response = client.post(
+        f"/public/sites/{shop['siteKey']}/events/batch",
+        content=body,
+        headers={**ORIGIN, "Content-Type": "application/json"},
+    )
+    assert response.json() == {"accepted": 2, "rejected": [], "duplicates": 0}, response.text
+    app.state.ingest.flush()
+    [(metadata,)] = query(app, "SELECT metadata FROM events WHERE event_id = 'u1'")
+    assert orjson.loads(metadata) == {"title": "Mugs \ufffd", "\ufffdk": "\U0001f600"}
+
+
+@pytest.mark.parametrize("route", ["public", "track", "identify"])
+def test_an_integer_past_64_bits_is_refused_by_name_never_stored_as_a_float(client, app, owner, shop, route):
+    """orjson read 18446744073709551616 as 1.8446744073709552e+19: the private routes and identify
+    stored it changed."""
+    big = 18446744073709551616
+    if route == "public":
+        response = post_events(client, shop, [ev("i1", metadata={"n": big}), ev("i2")])
+        assert response.json()["accepted"] == 1
+        [rejected] = response.json()["rejected"]
+    elif route == "track":
+        response = owner.post(
+            "/analytics/track/batch",
+            json={"siteId": shop["id"], "events": [ev("i1", metadata={"n": big}), ev("i2")]},
+        )
+        assert response.json()["accepted"] == 1, response.text
+        [rejected] = response.json()["rejected"]
+    else:
+        response = client.post(
+            f"/public/sites/{shop['siteKey']}/identify",
+            json={"visitorId": "v", "userId": "u", "metadata": {"n": big}},
+            headers=ORIGIN,
+        )
+        assert response.status_code == 400, response.text
+        rejected = response.json()["error"]
+    assert "64 bits" in (rejected.get("reason") or rejected.get("message")), rejected
+    app.state.ingest.flush()
+    assert query(app, "SELECT count(*) FROM events WHERE metadata LIKE '%e+19%'") == [(0,)]
 
 
 @pytest.mark.parametrize("route", ["public", "private"])

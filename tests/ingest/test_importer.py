@@ -88,6 +88,19 @@ def test_jsonl_orders_with_a_broken_line_and_a_bad_currency(ingest, tmp_path):
     ]
 
 
+def test_an_integer_past_64_bits_in_a_json_line_is_refused_not_stored_as_a_float(ingest, tmp_path):
+    path = tmp_path / "events.jsonl"
+    rows = [{"name": "scroll", "eventId": "big", "visitorId": "v", "sessionId": "s", "metadata": {"n": 2**64}},
+            {"name": "scroll", "eventId": "ok", "visitorId": "v", "sessionId": "s", "metadata": {"n": 2**63 - 1}}]  # fmt: skip
+    path.write_text("\n".join(json.dumps(row) for row in rows))
+    summary = import_file(ingest, site=SITE, path=path)
+    assert (summary.stored, summary.rejected) == (1, {"INVALID_EVENT": 1})
+    assert "64 bits" in summary.examples["INVALID_EVENT"][0]
+    assert lake_rows(ingest, "events", "SELECT event_id, metadata FROM t ") == [
+        ("ok", '{"n":9223372036854775807}')
+    ]
+
+
 def test_a_csv_row_with_more_fields_than_the_header_is_rejected_as_such(ingest, tmp_path):
     path = tmp_path / "events.csv"
     path.write_text("name,eventId,visitorId,sessionId\npage_view,e1,v1,s1\npage_view,e2,v1,s1,extra,more\n")
