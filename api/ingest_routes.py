@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Request, Response
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from api.auth.permissions import ANALYTICS_VIEW
 from api.deps import ClientAddress, CurrentUser, HotStateDep, SettingsDep, StoreDep, load_owned_site, require
@@ -24,6 +24,7 @@ from ingest.schemas import (
     MAX_BATCH_EVENTS,
     MAX_BODY_BYTES,
     MAX_EVENT_BYTES,
+    MAX_ID_LENGTH,
     BatchResult,
     EventBatch,
     EventBatchIn,
@@ -222,8 +223,17 @@ async def metrics(
 
 
 class IdentifyIn(StrictCamelModel):
+    # Fields it does not know are left out, as an event's are: Segment's identify also sends
+    # anonymousId, timestamp and context.
+    model_config = ConfigDict(extra="ignore")
+
     visitor_id: IdentityId
     user_id: IdentityId
+    event_id: str | None = Field(
+        default=None,
+        max_length=MAX_ID_LENGTH,
+        description="Client-made id of the identify event; a retry with the same id within 24 h is stored once.",
+    )
     session_id: IdentityId | None = Field(
         default=None,
         description="The visitor's current session; without it the identify event is in a session of the "
@@ -265,7 +275,7 @@ async def identify(
     if "traits" in body.model_fields_set or not metadata:
         metadata["traits"] = body.traits
     event = {"name": "identify", "visitorId": body.visitor_id, "userId": body.user_id, "sessionId": session,
-             "metadata": metadata}  # fmt: skip
+             "metadata": metadata, "eventId": body.event_id}  # fmt: skip
     result = await _durably(_ingest(request).accept_events([event], _context(caller, sent_at=None)))
     if result.rejected:
         raise BadRequest(result.rejected[0].reason, code=result.rejected[0].code)

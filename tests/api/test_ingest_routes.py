@@ -748,6 +748,22 @@ def test_identify_takes_the_sdks_metadata_as_the_identify_events_metadata(client
     ]
 
 
+def test_identify_leaves_out_fields_it_does_not_know_and_a_retry_with_its_event_id_is_stored_once(
+    client, app, shop
+):
+    """Segment's identify sends anonymousId, timestamp and context: each was a 400 here, where events
+    leave unknown fields out; and a retried identify was stored twice."""
+    url = f"/public/sites/{shop['siteKey']}/identify"
+    body = {"visitorId": "v-1", "userId": "u-1", "eventId": "id-1", "anonymousId": "v-1",
+            "context": {"library": {"name": "analytics.js"}}, "timestamp": "2026-11-24T10:00:00Z"}  # fmt: skip
+    first = client.post(url, json=body, headers=ORIGIN)
+    assert (first.status_code, first.json()) == (200, {"success": True, "merged": True}), first.text
+    retry = client.post(url, json=body, headers=ORIGIN)
+    assert (retry.status_code, retry.json()) == (200, {"success": True, "merged": False})
+    app.state.ingest.flush()
+    assert query(app, "SELECT event_id, name, user_id FROM events") == [("id-1", "identify", "u-1")]
+
+
 def test_identify_reads_its_body_like_the_other_ingestion_routes(client, shop):
     url = f"/public/sites/{shop['siteKey']}/identify"
     beacon = client.post(
