@@ -224,8 +224,9 @@ async def metrics(
 
 class IdentifyIn(StrictCamelModel):
     # Fields it does not know are left out, as an event's are: Segment's identify also sends
-    # anonymousId, timestamp and context.
-    model_config = ConfigDict(extra="ignore")
+    # anonymousId, timestamp and context. Ids are kept as sent, as an event's are: a link is to the
+    # very visitor id its events carry.
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=False)
 
     visitor_id: IdentityId
     user_id: IdentityId

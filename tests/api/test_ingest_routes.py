@@ -764,6 +764,18 @@ def test_identify_leaves_out_fields_it_does_not_know_and_a_retry_with_its_event_
     assert query(app, "SELECT event_id, name, user_id FROM events") == [("id-1", "identify", "u-1")]
 
 
+def test_identify_links_the_visitor_id_exactly_as_its_events_carry_it(client, app, shop):
+    """identify trimmed " v-1 " to "v-1" while the visitor's events kept " v-1 ": the link missed them."""
+    assert post_events(client, shop, [ev("p1", visitorId=" v-1 ")]).json()["accepted"] == 1
+    url = f"/public/sites/{shop['siteKey']}/identify"
+    assert client.post(url, json={"visitorId": " v-1 ", "userId": "u-1"}, headers=ORIGIN).status_code == 200
+    app.state.ingest.flush()
+    assert query(app, "SELECT name, visitor_id, person_id FROM events_people ORDER BY name") == [
+        ("identify", " v-1 ", "u-1"),
+        ("page_view", " v-1 ", "u-1"),
+    ]
+
+
 def test_identify_reads_its_body_like_the_other_ingestion_routes(client, shop):
     url = f"/public/sites/{shop['siteKey']}/identify"
     beacon = client.post(
