@@ -38,7 +38,8 @@ JSON_COLUMNS = ("metadata", "consent", "items")
 @dataclass
 class ImportSummary:
     kind: str
-    rows_read: int = 0
+    rows_read: int = 0  # a preset's: what it makes of the file's lines (the online-retail preset: invoices)
+    lines_read: int | None = None  # a preset's: the file's lines
     stored: int = 0  # rows stored by this run (not the duplicates, which an earlier one stored)
     duplicates: int = 0
     # Of the orders stored: how many are sales and how many refunds or cancellations.
@@ -67,6 +68,7 @@ class ImportSummary:
         return {
             "kind": self.kind,
             "rowsRead": self.rows_read,
+            **({} if self.lines_read is None else {"linesRead": self.lines_read}),
             "stored": self.stored,
             **stored,
             "duplicates": self.duplicates,
@@ -317,6 +319,22 @@ def _check_header(path: Path, columns: list[str], needed: str) -> None:
         )
 
 
+class _Tally:
+    """An iterator's items, counted as they pass (a preset's lines, which it makes fewer rows of)."""
+
+    def __init__(self, items: Iterator[Any]) -> None:
+        self.items = items
+        self.count = 0
+
+    def __iter__(self) -> _Tally:
+        return self
+
+    def __next__(self) -> Any:
+        item = next(self.items)
+        self.count += 1
+        return item
+
+
 def import_file(
     ingest: Ingest,
     *,
@@ -329,10 +347,12 @@ def import_file(
 ) -> ImportSummary:
     fmt = detect_format(path) if fmt == "auto" else fmt
     rows = read_rows(path, fmt)
+    lines = None
     if preset:
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset}; known: {', '.join(PRESETS)}")
-        items = PRESETS[preset](rows)
+        lines = _Tally(rows)
+        items = PRESETS[preset](lines)
         kind = "orders"
     else:
         first = next(rows, None)
@@ -379,6 +399,7 @@ def import_file(
     send()
     if ingest.writes_lake:
         ingest.flush()
+    summary.lines_read = lines.count if lines is not None else None
     if not summary.rows_read:
         raise ValueError(f"{path.name} holds no rows (an empty file, or a header alone)")
     return summary

@@ -252,6 +252,8 @@ def test_online_retail_one_order_per_invoice_with_refunds_kept_apart(ingest, tmp
     ])  # fmt: skip
     summary = import_file(ingest, site=SITE, path=path, preset="online-retail")
     assert (summary.rows_read, summary.stored) == (6, 3)
+    # rowsRead counts what the preset makes of the lines (invoices); linesRead the file's lines.
+    assert (summary.as_dict()["rowsRead"], summary.as_dict()["linesRead"]) == (6, 7)
     assert (summary.as_dict()["sales"], summary.as_dict()["refunds"]) == (2, 1)
     # Zero value for no customer is stock counted back in; for a customer, a gift: an order of 0.
     assert summary.rejected == {"STOCK_ADJUSTMENT": 2, "NOT_AN_ORDER": 1}
