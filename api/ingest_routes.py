@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Request, Response
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from api.auth.permissions import ANALYTICS_VIEW
 from api.deps import ClientAddress, CurrentUser, HotStateDep, SettingsDep, StoreDep, load_owned_site, require
@@ -16,7 +16,7 @@ from api.errors import BadRequest, Conflict, ServiceUnavailable, error_response
 from api.ingest_body import parse_json, read_body, read_json
 from api.openapi_bodies import documented_body
 from api.public.guard import PublicCaller, PublicSite, guard_public_site
-from api.schemas import CamelModel, StrictCamelModel
+from api.schemas import CamelModel
 from api.store_io import off_loop
 from api.throttle import Limit, throttle, throttle_async
 from ingest.normalise import Context, Rejected, parse_event_batch
@@ -222,11 +222,10 @@ async def metrics(
     )
 
 
-class IdentifyIn(StrictCamelModel):
-    # Fields it does not know are left out, as an event's are: Segment's identify also sends
-    # anonymousId, timestamp and context. Ids are kept as sent, as an event's are: a link is to the
-    # very visitor id its events carry.
-    model_config = ConfigDict(extra="ignore", str_strip_whitespace=False)
+class IdentifyIn(CamelModel):
+    # Not a StrictCamelModel: fields it does not know are left out, as an event's are (Segment's
+    # identify also sends anonymousId, timestamp and context), and ids are kept as sent, as an
+    # event's are (a link is to the very visitor id its events carry).
 
     visitor_id: IdentityId
     user_id: IdentityId

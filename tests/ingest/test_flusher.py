@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -28,17 +27,9 @@ def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
-@pytest.fixture
-def services() -> Iterator[list[Ingest]]:
-    started: list[Ingest] = []
-    yield started
-    for service in started:
-        service.stop()
-
-
-def open_ingest(services: list[Ingest], data_dir: Path, *, start: bool = True) -> Ingest:
+def open_ingest(opened: list[Ingest], data_dir: Path, *, start: bool = True) -> Ingest:
     service = Ingest(data_dir=data_dir, flush_interval_seconds=3600)  # flushes only when told
-    services.append(service)
+    opened.append(service)
     if start:
         service.start()
     return service
@@ -77,8 +68,8 @@ def count(service: Ingest, table: LakeTable = EVENTS) -> int:
     return lake_sql(service, table, "SELECT count(*) FROM {t}")[0][0]
 
 
-def test_accepted_events_reach_the_lake_once_and_reflushing_is_a_no_op(data_dir, services):
-    service = open_ingest(services, data_dir)
+def test_accepted_events_reach_the_lake_once_and_reflushing_is_a_no_op(data_dir, opened):
+    service = open_ingest(opened, data_dir)
     result = service.accept_events_sync([event("e1"), event("e2"), event("e3", name="teleport")], ctx())
     assert (result.accepted, result.duplicates, [r.index for r in result.rejected]) == (2, 0, [2])
     assert count(service) == 0  # accepted means durable in the log, not yet in the lake
@@ -96,8 +87,8 @@ def test_accepted_events_reach_the_lake_once_and_reflushing_is_a_no_op(data_dir,
     ]
 
 
-def test_a_crash_between_parquet_and_checkpoint_stores_nothing_twice(data_dir, services, monkeypatch):
-    first = open_ingest(services, data_dir, start=False)
+def test_a_crash_between_parquet_and_checkpoint_stores_nothing_twice(data_dir, opened, monkeypatch):
+    first = open_ingest(opened, data_dir, start=False)
     first.accept_events_sync([event(f"e{i}") for i in range(5)], ctx())
     real_save = DurableLog.save_checkpoint
     calls = []
@@ -115,9 +106,9 @@ def test_a_crash_between_parquet_and_checkpoint_stores_nothing_twice(data_dir, s
     assert first.logs["events"].checkpoint().offset == 0  # ... but the checkpoint never moved
     first_end = first.logs["events"].checkpoint()
     first.stop()  # the process is gone: nothing flushed since
-    services.remove(first)
+    opened.remove(first)
 
-    second = open_ingest(services, data_dir)  # start() replays the log beyond the checkpoint
+    second = open_ingest(opened, data_dir)  # start() replays the log beyond the checkpoint
     # The replay read all five rows again (the checkpoint moved past them) and wrote none of them.
     assert second.logs["events"].checkpoint() == second.logs["events"].durable_end != first_end
     assert second.flushers["events"].rows_written == 0
@@ -129,8 +120,8 @@ def test_a_crash_between_parquet_and_checkpoint_stores_nothing_twice(data_dir, s
     assert count(second) == 5
 
 
-def test_the_same_event_id_is_stored_once_before_and_after_a_flush(data_dir, services):
-    service = open_ingest(services, data_dir)
+def test_the_same_event_id_is_stored_once_before_and_after_a_flush(data_dir, opened):
+    service = open_ingest(opened, data_dir)
     first = service.accept_events_sync([event("e1"), event("e1")], ctx())
     assert (first.accepted, first.duplicates) == (2, 1)
     again = service.accept_events_sync([event("e2")], ctx())
@@ -149,21 +140,21 @@ def test_the_same_event_id_is_stored_once_before_and_after_a_flush(data_dir, ser
     assert count(service) == 4
 
 
-def test_stored_ids_are_remembered_across_a_restart(data_dir, services):
-    first = open_ingest(services, data_dir)
+def test_stored_ids_are_remembered_across_a_restart(data_dir, opened):
+    first = open_ingest(opened, data_dir)
     first.accept_events_sync([event("e1")], ctx())
     first.flush()
     first.stop()
-    services.remove(first)
-    second = open_ingest(services, data_dir)
+    opened.remove(first)
+    second = open_ingest(opened, data_dir)
     result = second.accept_events_sync([event("e1"), event("e2")], ctx())
     assert (result.accepted, result.duplicates) == (2, 1)
     assert second.flush() == 1
     assert count(second) == 2
 
 
-def test_partitions_by_site_and_utc_date(data_dir, services):
-    service = open_ingest(services, data_dir)
+def test_partitions_by_site_and_utc_date(data_dir, opened):
+    service = open_ingest(opened, data_dir)
     service.accept_events_sync(
         [
             event("a1", timestamp="2011-03-04T23:59:59Z"),
@@ -192,8 +183,8 @@ def test_partitions_by_site_and_utc_date(data_dir, services):
     }
 
 
-def test_a_flush_over_many_dates_writes_the_newest_first_and_tells_readers_at_once(data_dir, services):
-    service = open_ingest(services, data_dir)
+def test_a_flush_over_many_dates_writes_the_newest_first_and_tells_readers_at_once(data_dir, opened):
+    service = open_ingest(opened, data_dir)
     lake = service.lake
     # A backfill's old dates and a live event, flushed together.
     events = [event(f"old{day}", timestamp=f"2011-03-{day:02d}T12:00:00Z") for day in range(1, 6)]
@@ -218,8 +209,8 @@ def test_a_flush_over_many_dates_writes_the_newest_first_and_tells_readers_at_on
     assert sorted(stored) == ["live", "old1", "old2", "old3", "old4", "old5"]
 
 
-def test_written_files_have_the_lake_schemas_and_exact_values(data_dir, services):
-    service = open_ingest(services, data_dir)
+def test_written_files_have_the_lake_schemas_and_exact_values(data_dir, opened):
+    service = open_ingest(opened, data_dir)
     service.accept_events_sync(
         [event("e1", value="19.99", currency="gbp", timestamp="2011-03-04T05:06:07.123456Z")], ctx()
     )
@@ -265,8 +256,8 @@ def test_written_files_have_the_lake_schemas_and_exact_values(data_dir, services
     ]
 
 
-def test_metrics_flush_with_their_schema(data_dir, services):
-    service = open_ingest(services, data_dir)
+def test_metrics_flush_with_their_schema(data_dir, opened):
+    service = open_ingest(opened, data_dir)
     metrics = [{"name": "LCP", "value": 2.5, "unit": "s"}, {"name": "CLS"}]
     result = asyncio.run(service.accept_metrics(metrics, ctx(channel="web")))
     assert (result.accepted, [r.code for r in result.rejected]) == (1, ["INVALID_METRIC"])
@@ -278,8 +269,8 @@ def test_metrics_flush_with_their_schema(data_dir, services):
     ]
 
 
-def test_a_batch_is_one_log_line_with_its_shared_columns_once(data_dir, services):
-    service = open_ingest(services, data_dir)
+def test_a_batch_is_one_log_line_with_its_shared_columns_once(data_dir, opened):
+    service = open_ingest(opened, data_dir)
     service.accept_events_sync(
         [event("e1", url="https://shop.example.com/a"), event("e2", url="https://shop.example.com/b")],
         ctx(client_platform="ios"),
@@ -312,8 +303,8 @@ def test_a_batch_is_one_log_line_with_its_shared_columns_once(data_dir, services
     ]
 
 
-def test_lines_listing_a_column_and_lines_holding_it_once_flush_together(data_dir, services):
-    service = open_ingest(services, data_dir, start=False)
+def test_lines_listing_a_column_and_lines_holding_it_once_flush_together(data_dir, opened):
+    service = open_ingest(opened, data_dir, start=False)
     service.accept_events_sync([event("one-1"), event("one-2")], ctx())  # visitor v-1 held once
     # A line as the previous version logged it: every column listed.
     columns, _ = event_log_columns([event("listed-1", visitorId="v-9", userId="u-9")], ctx(site_id=SITE_B))
@@ -334,10 +325,10 @@ def test_lines_listing_a_column_and_lines_holding_it_once_flush_together(data_di
     ]
 
 
-def test_a_flush_writes_what_the_log_held_when_it_began(data_dir, services, monkeypatch):
+def test_a_flush_writes_what_the_log_held_when_it_began(data_dir, opened, monkeypatch):
     """Lines appended while a flush runs wait for the next flush: a busy log becomes one file per
     flush, not a chase of small files."""
-    service = open_ingest(services, data_dir)
+    service = open_ingest(opened, data_dir)
     service.accept_events_sync([event("before-1"), event("before-2")], ctx())
     events_log = service.logs["events"]
     read = events_log.read
@@ -358,8 +349,8 @@ def test_a_flush_writes_what_the_log_held_when_it_began(data_dir, services, monk
     assert count(service) == 2 + len(sent)
 
 
-def test_single_row_lines_of_an_older_log_still_reach_the_lake(data_dir, services):
-    service = open_ingest(services, data_dir, start=False)
+def test_single_row_lines_of_an_older_log_still_reach_the_lake(data_dir, opened):
+    service = open_ingest(opened, data_dir, start=False)
     older = {**event_row(event("old-1"), ctx()), "site_id": SITE_B}
     service.logs["events"].append_sync(encode([older]))
     service.accept_events_sync([event("new-1")], ctx())
@@ -388,8 +379,8 @@ def row_object_batch_line(prefix: str) -> bytes:
     return b'{"h":' + orjson.dumps(common) + b',"r":' + orjson.dumps(rows) + b"}\n"
 
 
-def test_row_object_batch_lines_of_an_older_log_still_reach_the_lake(data_dir, services):
-    service = open_ingest(services, data_dir, start=False)
+def test_row_object_batch_lines_of_an_older_log_still_reach_the_lake(data_dir, opened):
+    service = open_ingest(opened, data_dir, start=False)
     service.logs["events"].append_sync(row_object_batch_line("old-"))
     service.accept_events_sync([event("new-1")], ctx())
     service.logs["events"].append_sync(row_object_batch_line("older-"))
@@ -403,8 +394,8 @@ def test_row_object_batch_lines_of_an_older_log_still_reach_the_lake(data_dir, s
     ]
 
 
-def test_a_log_of_row_object_batch_lines_only_reaches_the_lake(data_dir, services):
-    service = open_ingest(services, data_dir, start=False)
+def test_a_log_of_row_object_batch_lines_only_reaches_the_lake(data_dir, opened):
+    service = open_ingest(opened, data_dir, start=False)
     service.logs["events"].append_sync(row_object_batch_line("old-"))
     assert service.flush() == 2
     assert lake_sql(service, EVENTS, "SELECT event_id, site_id FROM {t} ORDER BY 1") == [
@@ -413,22 +404,22 @@ def test_a_log_of_row_object_batch_lines_only_reaches_the_lake(data_dir, service
     ]
 
 
-def test_a_failed_append_releases_the_claimed_ids(data_dir, services):
-    service = open_ingest(services, data_dir)
+def test_a_failed_append_releases_the_claimed_ids(data_dir, opened):
+    service = open_ingest(opened, data_dir)
     service.logs["events"].close()
     with pytest.raises(LogClosed):
         service.accept_events_sync([event("e1")], ctx())
     assert service.flushers["events"].stored.filter_new([key_hash(SITE_A, "e1")]) == [True]
 
 
-def test_replayed_lines_are_checked_against_the_lake_but_new_ones_are_not_checked_twice(data_dir, services):
-    first = open_ingest(services, data_dir)
+def test_replayed_lines_are_checked_against_the_lake_but_new_ones_are_not_checked_twice(data_dir, opened):
+    first = open_ingest(opened, data_dir)
     first.accept_events_sync([event("e1"), event("e2")], ctx())
     assert first.flush() == 2
     first.stop()
     # As after a crash between the Parquet write and the checkpoint: the log replays e1 and e2.
     (data_dir / "log" / "events" / "checkpoint.json").write_text('{"segment": 1, "offset": 0}')
-    second = open_ingest(services, data_dir)
+    second = open_ingest(opened, data_dir)
     assert count(second) == 2
     assert second.accept_events_sync([event("e2"), event("e3")], ctx()).duplicates == 1
     assert second.flush() == 1
@@ -436,9 +427,9 @@ def test_replayed_lines_are_checked_against_the_lake_but_new_ones_are_not_checke
 
 
 def test_a_checkpoint_that_failed_after_the_write_does_not_store_twice_in_the_same_process(
-    data_dir, services, monkeypatch
+    data_dir, opened, monkeypatch
 ):
-    service = open_ingest(services, data_dir, start=False)
+    service = open_ingest(opened, data_dir, start=False)
     service.accept_events_sync([event("e1"), event("e2")], ctx())
     real_save = DurableLog.save_checkpoint
     failures = iter([OSError("disk full")])
