@@ -145,15 +145,17 @@ def error_response(description: str) -> dict[str, Any]:
 
 
 def _validation_details(errors) -> list[dict[str, Any]]:
-    """FastAPI's request errors and pydantic's model errors, in the envelope's one detail shape."""
-    return [
+    """FastAPI's request errors and pydantic's model errors, in the envelope's one detail shape, each
+    once (a parameter two dependencies of a route read is reported by both)."""
+    details = (
         {
             "field": ".".join(str(p) for p in err.get("loc", ())),
             "message": err.get("msg", ""),
             "type": err.get("type", ""),
         }
         for err in errors
-    ]
+    )
+    return list({tuple(d.values()): d for d in details}.values())
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -237,8 +237,8 @@ def _revenue_rows(rows: list[dict[str, Any]]) -> list[CurrencyRevenue]:
     return [currency_revenue(r["currency"], r["revenue"], r["orders"]) for r in rows]
 
 
-def _total(rows: list[dict[str, Any]]) -> MoneyTotal:
-    return money_total((r["currency"], r["revenue"]) for r in rows)
+def _total(rows: list[dict[str, Any]], query: CategoryQuery) -> MoneyTotal:
+    return money_total(((r["currency"], r["revenue"]) for r in rows), empty_currency=query.currency)
 
 
 def _node_metrics(row: dict[str, Any]) -> dict[str, Any]:
@@ -311,7 +311,7 @@ def category_overview(engine: Engine, query: CategoryQuery, *, top: int = 5) -> 
             units_sold=int(totals["units_sold"]),
         ),  # fmt: skip
         revenue_by_currency=_revenue_rows(revenue),
-        revenue=_total(revenue),
+        revenue=_total(revenue, query),
         top_categories=[_top_category(r) for r in nodes[:top]],
     )
 
@@ -335,7 +335,7 @@ def category_conversion(engine: Engine, query: CategoryQuery) -> CategoryConvers
             orders=totals["orders"],
             units_sold=int(totals["units_sold"]),
             revenue_by_currency=_revenue_rows(revenue),
-            revenue=_total(revenue),
+            revenue=_total(revenue, query),
         ),  # fmt: skip
     )
 

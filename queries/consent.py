@@ -358,7 +358,9 @@ def consent_impact(engine: Engine, query: ConsentRange, *, category: Category) -
                 conversion_rate=rate(row["converters"], row["people"]),
                 orders=int(row["orders"]),
                 revenue_by_currency=_revenue_rows(sales),
-                revenue=money_total((r["currency"], r["revenue"]) for r in sales),
+                revenue=money_total(
+                    ((r["currency"], r["revenue"]) for r in sales), empty_currency=query.currency
+                ),
             )  # fmt: skip
         )
     return ConsentImpact(

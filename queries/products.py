@@ -160,7 +160,9 @@ def product_overview(engine: Engine, query: ProductRange, *, product: dict[str, 
             )
             for r in revenue
         ],  # fmt: skip
-        revenue=money_total((r["currency"], r["revenue"]) for r in revenue),
+        revenue=money_total(
+            ((r["currency"], r["revenue"]) for r in revenue), empty_currency=product["currency"]
+        ),
     )
 
 

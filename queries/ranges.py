@@ -3,6 +3,7 @@ partitions a query must scan to see them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Self
@@ -23,12 +24,14 @@ def range_params(site_id: str, range_start: datetime, range_end: datetime) -> di
 
 @dataclass(frozen=True)
 class LocalDays:
-    """A site and whole days of its time zone, both ends included."""
+    """A site and whole days of its time zone, both ends included; a money card with no rows is zero
+    in the site's ``currency`` (no amount when it is not given)."""
 
     site_id: str
     start_date: date
     end_date: date
     timezone: str = "UTC"
+    currency: str | None = None
 
     @property
     def zone(self) -> ZoneInfo:
@@ -44,12 +47,19 @@ class LocalDays:
         return datetime.combine(self.end_date + timedelta(days=1), time.min, self.zone)
 
     @classmethod
+    def of_site(cls, site: Mapping[str, Any], start_date: date, end_date: date, **fields: Any) -> Self:
+        """The days of a site's record (its id, time zone and currency)."""
+        return cls(site_id=site["id"], start_date=start_date, end_date=end_date, timezone=site["timezone"],
+                   currency=site["currency"], **fields)  # fmt: skip
+
+    @classmethod
     def last_days(
         cls, *, site_id: str, days: int, timezone: str, now: datetime | None = None, **fields: Any
     ) -> Self:
         """The last ``days`` days of the site's time zone, today included."""
         today = (now or datetime.now(UTC)).astimezone(ZoneInfo(timezone)).date()
-        return cls(site_id, today - timedelta(days=days - 1), today, timezone, **fields)
+        return cls(site_id=site_id, start_date=today - timedelta(days=days - 1), end_date=today, timezone=timezone,
+                   **fields)  # fmt: skip
 
     def bounds(self) -> tuple[datetime, datetime]:
         return self.range_start, self.range_end

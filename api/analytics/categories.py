@@ -44,7 +44,8 @@ SEMANTICS = (
     "price × quantity; refunds apart) per currency, never converted or summed across currencies, each "
     "amount formatted with its currency's minor units (JPY without decimals); an order counts once per "
     "category however many of its lines fall there. A card total (`revenue`) has an amount only when "
-    "one currency is present, else `amount` and `currency` are null and `mixed` is true."
+    "one currency is present (with no sales: zero in the site's currency), else `amount` and `currency` "
+    "are null and `mixed` is true."
 )
 
 
@@ -64,7 +65,11 @@ def category_query(
                 "categoryPath must name a category such as 'Home > Kitchen'", code="CATEGORY_PATH_INVALID"
             )
     return CategoryQuery.last_days(
-        site_id=site["id"], days=days, timezone=site["timezone"], category_path=path
+        site_id=site["id"],
+        days=days,
+        timezone=site["timezone"],
+        currency=site["currency"],
+        category_path=path,
     )
 
 

@@ -71,7 +71,7 @@ def consent_range(
     end_date: Annotated[date | None, Query(alias="endDate", description="Last day, inclusive.")] = None,
 ) -> ConsentRange:
     start, end = date_range(site, start_date, end_date)
-    return ConsentRange(site_id=site["id"], start_date=start, end_date=end, timezone=site["timezone"])
+    return ConsentRange.of_site(site, start, end)
 
 
 Range = Annotated[ConsentRange, Depends(consent_range)]
@@ -134,7 +134,8 @@ def impact(
     that is not a refund, or a `purchase` event) and `conversionRate` = conversions / people; `orders`
     (sales, refunds apart); `revenueByCurrency` (`revenue`, `orders`, `avgOrderValue` per currency,
     formatted in the currency's minor units: JPY without decimals) and `revenue`, the group's total when
-    it has one currency, else `amount` and `currency` null with `mixed` true. Money is never converted or
+    it has one currency (with no sales: zero in the site's currency), else `amount` and `currency` null
+    with `mixed` true. Money is never converted or
     summed across currencies."""
     return consent_impact(request.app.state.engine, query, category=consent_category)
 
@@ -324,7 +325,7 @@ def compare(
     rows = []
     for site in _compared_sites(store, principal, site_ids):
         start, end = date_range(site, start_date, end_date)
-        query = ConsentRange(site_id=site["id"], start_date=start, end_date=end, timezone=site["timezone"])
+        query = ConsentRange.of_site(site, start, end)
         figures = consent_stats(engine, query)
         rows.append(SiteConsent(**figures.model_dump(), site_name=site["name"], timezone=site["timezone"]))
     return ConsentComparison(sites=rows)

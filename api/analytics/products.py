@@ -102,10 +102,12 @@ def product_range(
     ] = None,
 ) -> ProductRange:
     if start_date is None and end_date is None:
-        return ProductRange.last_days(site_id=site["id"], days=days or 30, timezone=site["timezone"])
+        return ProductRange.last_days(
+            site_id=site["id"], days=days or 30, timezone=site["timezone"], currency=site["currency"]
+        )
     start, end = date_range(site, start_date, end_date)
     check_range_length(start, end)
-    return ProductRange(site_id=site["id"], start_date=start, end_date=end, timezone=site["timezone"])
+    return ProductRange.of_site(site, start, end)
 
 
 Range = Annotated[ProductRange, Depends(product_range)]
@@ -362,7 +364,8 @@ def overview(
     and `buyers`; `people` with any product event of it or a purchase; `viewToCartRate` and
     `conversionRate`: the shares of its viewers who added it to cart / bought it in the range (0 without
     viewers); `revenueByCurrency` rows `{currency, revenue, orders, units}` and the `revenue` card (one
-    amount for one currency; `currency: null, mixed: true` for several)."""
+    amount for one currency, zero in the product's currency without sales; `currency: null, mixed: true`
+    for several)."""
     product = load_product(request, store, site, product_id)
     return product_overview(request.app.state.engine, query, product=product)
 

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.routing import APIRoute
 
-from api.analytics.scope import AnalyticsSite, Offset, date_range
+from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite, Offset, check_range_length, date_range
 from api.errors import BadRequest
 from queries.attribution import (
     CLICK_NAMES,
@@ -101,7 +101,14 @@ LookbackDays = Annotated[
 ]
 
 
-@router.get("/revenue/overview", response_model=RevenueOverview, response_model_by_alias=True)
+@router.get(
+    "/revenue/overview",
+    response_model=RevenueOverview,
+    response_model_by_alias=True,
+    responses={
+        400: {"description": f"DATE_RANGE_TOO_LONG: the daily series covers at most {MAX_RANGE_DAYS} days."}
+    },
+)
 def overview(request: Request, site: AnalyticsSite, report: Range) -> RevenueOverview:
     """Sales of one site (`siteId`, required) per currency, orders timed in the range:
     `revenueByCurrency` rows with `revenue` (sales, refunds excluded), `orders`, `avgOrderValue`
@@ -109,7 +116,9 @@ def overview(request: Request, site: AnalyticsSite, report: Range) -> RevenueOve
     `netRevenue` (revenue - refunded). `totalRevenue` and `totalNetRevenue` are cards (one amount only
     when a single currency appears; with no orders, zero in the site's currency). `orders` and `refunds`
     count across currencies (counts, not money). `daily`: every day of the range with a row for each
-    currency that sold in the range (zeros included)."""
+    currency that sold in the range (zeros included), so a range covers at most ten years
+    (400 `DATE_RANGE_TOO_LONG`)."""
+    check_range_length(report.start_date, report.end_date)
     return revenue_overview(request.app.state.engine, report, site_currency=site["currency"])
 
 

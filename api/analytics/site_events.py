@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from api.analytics.scope import AnalyticsSite, Offset, date_range
+from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite, Offset, check_range_length, date_range
 from api.errors import BadRequest
 from ingest.event_names import CANONICAL_EVENT_NAMES
 from queries.overview import Scope, event_breakdown, overview
@@ -59,7 +59,15 @@ def event_types(request: Request, site: AnalyticsSite, days: Days = 30) -> dict[
     return {"eventTypes": event_breakdown(request.app.state.engine, _scope(site, days))}
 
 
-@router.get("/events/timeseries")
+@router.get(
+    "/events/timeseries",
+    responses={
+        400: {
+            "description": f"DATE_RANGE_TOO_LONG (over {MAX_RANGE_DAYS} days), "
+            "RANGE_TOO_LONG_FOR_INTERVAL (hourly over 31 days), DATE_RANGE_INVALID."
+        }
+    },
+)
 def events_timeseries(
     request: Request,
     site: AnalyticsSite,
@@ -71,8 +79,10 @@ def events_timeseries(
     name: Annotated[str | None, Query(description="Only events of this canonical name.")] = None,
 ) -> dict[str, Any]:
     """Events and people per bucket, every bucket of the range included (zeros too). Dates are
-    inclusive, in the site's time zone; the last 30 days by default."""
+    inclusive, in the site's time zone; the last 30 days by default. A range covers at most ten years
+    (400 `DATE_RANGE_TOO_LONG`), an hourly one 31 days (400 `RANGE_TOO_LONG_FOR_INTERVAL`)."""
     start, end = date_range(site, start_date, end_date)
+    check_range_length(start, end)
     if interval == "hour" and (end - start).days > 31:
         raise BadRequest("Hourly series cover at most 31 days", code="RANGE_TOO_LONG_FOR_INTERVAL")
     series = timeseries(request.app.state.engine, site["id"], start=start, end=end, timezone=site["timezone"],

@@ -3,7 +3,8 @@
 -- seen (event time), how far this read got (receipt time), and its newest non-empty name, price (with
 -- the currency of that event or order), category path, page and image. Events: metadata.name (or
 -- productName), .price, .categoryPath (or the event's category), .url (else the page of a
--- product_view), .image (or imageUrl). Order lines (refunds apart): name, unit price, category path; a
+-- product_view), .image (or imageUrl). Order lines: name, unit price (not a refund's: what was paid
+-- back is no price), category path; a product only ever refunded is still a product the shop sells. A
 -- line without productItemCode is named by its productId. Codes are trimmed, as product ids are.
 WITH product_events AS (
     -- The metadata is parsed once per event for all the paths.
@@ -25,12 +26,12 @@ observed AS (
     FROM product_events
     UNION ALL
     SELECT coalesce(nullif(trim(item.product_item_code), ''), trim(item.product_id)) AS code, ts, received_at,
-        item.name AS product_name, item.price, currency, item.category_path, NULL AS page, NULL AS image
+        item.name AS product_name, CASE WHEN NOT is_refund THEN item.price END AS price, currency,
+        item.category_path, NULL AS page, NULL AS image
     FROM (
-        SELECT ts, received_at, currency, unnest(items) AS item
+        SELECT ts, received_at, currency, is_refund, unnest(items) AS item
         FROM orders
         WHERE site_id = $site_id AND (received_at > $received_after OR (received_at IS NULL AND $first_read))
-            AND NOT is_refund
     )
 )
 SELECT code,

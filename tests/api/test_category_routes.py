@@ -117,6 +117,19 @@ def test_overview_conversion_top_and_all(app, owner):
     assert (home["own"]["orders"], home["total"]["orders"], home["total"]["unitsSold"]) == (1, 4, 7)
 
 
+def test_a_card_without_sales_is_zero_in_the_site_currency(app, owner):
+    site = owner.make_site(timezone="UTC", currency="JPY")
+    view = {"name": "category_view", "visitorId": "v", "sessionId": "s", "metadata": {"categoryPath": "Home"}}
+    response = owner.post("/analytics/track/batch", json={"siteId": site["id"], "events": [view]})
+    assert response.json()["accepted"] == 1
+    app.state.ingest.flush()
+    overview = get(owner, site, "overview")
+    conversion = get(owner, site, "conversion")["metrics"]
+    for body in (overview, conversion):
+        assert body["revenueByCurrency"] == []
+        assert body["revenue"] == {"amount": "0", "currency": "JPY", "mixed": False}
+
+
 def test_products_paths_trends_and_filters(app, owner):
     site, start = shop(app, owner)
     rows = get(owner, site, "products", categoryPath=KITCHEN)["products"]

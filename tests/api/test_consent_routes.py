@@ -170,7 +170,7 @@ def test_impact_splits_everyone_active_by_their_latest_state(app, owner):
     }  # fmt: skip
     assert denied == {"group": "denied", "people": 1, "events": 1, "eventsPerPerson": 1.0, "conversions": 0,
                       "conversionRate": 0.0, "orders": 0, "revenueByCurrency": [],
-                      "revenue": {"amount": None, "currency": None, "mixed": False}}  # fmt: skip
+                      "revenue": {"amount": "0.00", "currency": "EUR", "mixed": False}}  # fmt: skip
     # dan's refund is not a sale.
     assert unstated == {"group": "unstated", "people": 1, "events": 1, "eventsPerPerson": 1.0, "conversions": 1,
                         "conversionRate": 1.0, "orders": 1,

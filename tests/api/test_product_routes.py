@@ -176,6 +176,15 @@ def test_product_overview_counts_views_carts_sales_and_revenue_per_currency(app,
         "productId": pid(site, "A"), "name": "Apple", "price": "1500", "currency": "JPY", "inFeed": False,
         "seenInEvents": True,
     }  # fmt: skip
+    # A day without sales: the card is zero in the product's currency.
+    quiet = owner.get(
+        f"/analytics/product/{site['id']}/overview",
+        params={"startDate": "2024-03-02", "endDate": "2024-03-02", "productId": pid(site, "A")},
+    ).json()
+    assert (quiet["revenueByCurrency"], quiet["revenue"]) == (
+        [],
+        {"amount": "0", "currency": "JPY", "mixed": False},
+    )
 
 
 def test_dwell_time_reads_seconds_and_milliseconds_and_counts_the_rest_apart(app, owner):

@@ -397,6 +397,12 @@ BAD_PARAMETERS = [
         "DATE_RANGE_INVALID",
     ),
     ("/analytics/revenue/overview", {"startDate": "March"}, "VALIDATION_FAILED"),
+    # A day per row: 1970 to 2200 would be an answer of 84,000 days.
+    (
+        "/analytics/revenue/overview",
+        {"startDate": "1970-01-01", "endDate": "2200-01-01"},
+        "DATE_RANGE_TOO_LONG",
+    ),
     ("/analytics/revenue/campaigns/C1", {"lookbackDays": 0}, "VALIDATION_FAILED"),
     ("/analytics/revenue/widgets/W1", {"lookbackDays": "thirty"}, "VALIDATION_FAILED"),
     ("/analytics/recommendations/breakdown", {"model": "u_shaped"}, "VALIDATION_FAILED"),
@@ -414,6 +420,12 @@ def test_bad_parameters_answer_400_in_the_envelope(owner):
         assert response.status_code == 400, (path, params, response.text)
         error = response.json()["error"]
         assert (set(error), error["code"]) == ({"code", "message", "details"}, code), (path, params)
+
+
+def test_a_missing_site_id_is_reported_once(owner):
+    # Both the site's and the range's dependencies read siteId.
+    details = owner.get("/analytics/revenue/overview").json()["error"]["details"]
+    assert details == [{"field": "query.siteId", "message": "Field required", "type": "missing"}]
 
 
 def test_openapi_descriptions_state_the_rules(owner):

@@ -72,6 +72,16 @@ def test_hourly_timeseries_has_every_bucket(owner, site):
     assert daily["series"] == [{"bucket": f"{site['day']}T00:00:00", "events": 3, "people": 2}]
 
 
+def test_a_series_covers_at_most_ten_years(owner, site):
+    path = f"/analytics/sites/{site['id']}/events/timeseries"
+    ten_years = owner.get(
+        path, params={"startDate": "2020-01-01", "endDate": "2029-12-31", "interval": "week"}
+    )
+    assert ten_years.status_code == 200
+    longer = owner.get(path, params={"startDate": "1970-01-01", "endDate": "2200-01-01", "interval": "week"})
+    assert (longer.status_code, longer.json()["error"]["code"]) == (400, "DATE_RANGE_TOO_LONG")
+
+
 def test_datalayer_events_are_the_ones_marked_as_such(owner, site):
     body = owner.get(f"/analytics/sites/{site['id']}/datalayer/events").json()
     assert [e["eventId"] for e in body["events"]] == ["c"]

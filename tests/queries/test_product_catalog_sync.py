@@ -60,3 +60,23 @@ def test_each_read_takes_what_arrived_since_the_last(lake, tmp_path):
     assert (rows["ext-9"]["name"], rows["ext-9"]["price"]) == ("Gift wrap", Decimal(0))
     assert abs(until - now) < timedelta(milliseconds=1)
     store.dispose()
+
+
+def test_a_product_only_ever_refunded_is_in_the_catalog_without_a_price(lake, tmp_path):
+    ingest, engine = lake
+    store = create_store_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    migrate(store)
+    with store.begin() as conn:
+        site = make_store_site(conn)
+    refund = {"orderId": "c1", "isRefund": True, "visitorId": "v", "sessionId": "s",
+              "timestamp": "2024-03-01T12:00:00Z", "total": "-30",
+              "items": [{"productItemCode": "P9", "quantity": -2, "price": "15", "name": "Mug",
+                         "categoryPath": "Home > Kitchen"}]}  # fmt: skip
+    send(ingest, site, [], [refund], received=datetime.now(UTC))
+    assert sync_seen_products(store, engine, site=site) == 1
+    with store.connect() as conn:
+        (p9,) = products.list(conn, site_id=site["id"]).rows
+    assert (p9["product_item_code"], p9["name"], p9["price"], p9["first_seen_at"]) == (
+        "P9", "Mug", None, datetime(2024, 3, 1, 12, tzinfo=UTC)
+    )  # fmt: skip
+    store.dispose()
