@@ -293,6 +293,8 @@ def sql(
 ) -> None:
     """Run ad-hoc SQL over one site's views (events, orders, order_items, products, people, sessions), with
     the same guard and sandbox as POST /api/v1/analytics/sql; prints a table. See docs/sql.md."""
+    from itertools import chain
+
     from queries.adhoc_sql import Sandbox, run_sql
     from queries.adhoc_sql_formats import csv_chunks, json_body, parquet_chunks, text_table
     from queries.adhoc_sql_guard import SqlError
@@ -312,18 +314,21 @@ def sql(
             Lake(settings.data_dir / "lake"), text, site_id=record["id"], dialect=dialect, parameters=parameters,
             limit=limit, timeout_ms=timeout_ms or settings.sql_default_timeout_ms, sandbox=sandbox,
         )  # fmt: skip
+        if format == "table":
+            typer.echo(text_table(result))
+            return
+        writer = {"json": lambda r: iter([json_body(r)]), "csv": csv_chunks, "parquet": parquet_chunks}[
+            format
+        ]
+        chunks = writer(result)
+        # Before the file is opened: a value no writer takes leaves no empty file behind.
+        chunks = chain([next(chunks)], chunks)
     except SqlError as exc:
         position = exc.details.get("position")
         where = f" (line {position['line']}, column {position['column']})" if position else ""
         where = "" if where in exc.message else where
         typer.echo(f"error: {exc.code}: {exc.message}{where}", err=True)
         raise typer.Exit(2) from exc
-    if format == "table":
-        typer.echo(text_table(result))
-        return
-    chunks = {"json": lambda r: iter([json_body(r)]), "csv": csv_chunks, "parquet": parquet_chunks}[format](
-        result
-    )
     if output is not None:
         with output.open("wb") as sink:
             for chunk in chunks:

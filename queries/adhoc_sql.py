@@ -4,7 +4,8 @@ Every run opens a fresh in-memory DuckDB. Before anything of the caller's runs, 
 exactly the site's current Parquet files (``allowed_paths``), external access is switched off, the site
 views are defined over those files, and the configuration is locked (memory limit, threads, no
 extensions, no spilling to disk). The query itself has passed :func:`queries.adhoc_sql_guard.guard`;
-a watchdog interrupts it at its time limit, and at most ``limit`` rows come back.
+it runs in a worker process (:mod:`queries.adhoc_sql_process`) watched for memory and time, a
+watchdog interrupts it at its time limit, and at most ``limit`` rows come back.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import sqlglot
 from sqlglot import exp
 
 from queries.adhoc_sql_guard import VIEWS, GuardedQuery, SqlError, SqlTimeout, guard, locate
+from queries.adhoc_sql_process import Job, Limits, memory_error, pool_for
 from warehouse.lake import CONSENTS, EVENTS, ORDERS, Lake, LakeTable
 
 VIEWS_SQL = (Path(__file__).parent / "sql" / "adhoc_views.sql").read_text()
@@ -40,6 +42,18 @@ _INTERRUPT_EVERY_SECONDS = 0.05
 ParameterValue = str | int | float | bool | None | list[str | int | float | bool | None] | date | datetime
 
 
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
+
+
+def size_bytes(size: str) -> int:
+    """A DuckDB size string (``1GB``, ``512 MiB``) in bytes."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", size)
+    if not match or match[2].lower() not in _SIZE_UNITS:
+        raise ValueError(f"not a size such as 1GB or 512MiB: {size!r}")
+    return int(float(match[1]) * _SIZE_UNITS[match[2].lower()])
+
+
 class Sandbox:
     """How much one query may use (memory as a DuckDB size string, threads) and how many run at once in
     this process. One per process: the limit on concurrent queries lives here."""
@@ -51,13 +65,21 @@ class Sandbox:
         threads: int = 2,
         max_concurrent: int = 4,
         max_result_bytes: int = 512 * 1024 * 1024,
+        max_process_bytes: int | None = None,
     ) -> None:
         self.memory_limit = memory_limit
         self.threads = threads
         # DuckDB's memory limit covers what it manages (joins, aggregates, sorts), not every string a
-        # scalar function builds; the answer itself is capped here.
+        # scalar function builds; the answer itself is capped here, and the worker process as a whole
+        # by its resident memory: DuckDB's share, the answer twice (the table and its IPC copy) and
+        # the interpreter with its libraries.
         self.max_result_bytes = max_result_bytes
+        self.max_process_bytes = max_process_bytes or size_bytes(memory_limit) + 2 * max_result_bytes + 2**29
         self._slots = threading.BoundedSemaphore(max_concurrent)
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(self.memory_limit, self.threads, self.max_result_bytes, self.max_process_bytes)
 
     def slot(self, timeout_seconds: float) -> bool:
         return self._slots.acquire(timeout=timeout_seconds)
@@ -136,7 +158,7 @@ def _needed(views: frozenset[str]) -> list[str]:
 
 
 def open_sandbox(
-    lake: Lake, *, site_id: str, sandbox: Sandbox, views: frozenset[str] = frozenset(VIEWS)
+    lake: Lake, *, site_id: str, sandbox: Sandbox | Limits, views: frozenset[str] = frozenset(VIEWS)
 ) -> duckdb.DuckDBPyConnection:
     """A fresh DuckDB that can read only ``site_id``'s lake files, through the site views (those in
     ``views`` and what they read), with external access off and its configuration locked."""
@@ -245,6 +267,35 @@ def _user_error(error: duckdb.Error, query: GuardedQuery) -> SqlError:
     return SqlError(code, message.strip(), details)
 
 
+# Types no Arrow writer or JSON carries faithfully: BIGNUM and BIT reach Arrow as DuckDB's internal
+# bytes, UNION as a sparse union no CSV or Parquet writer takes, TIMETZ without its offset. They are
+# answered as DuckDB's own text of the value.
+_TEXT_TYPES = re.compile(r"\b(BIGNUM|VARINT|BIT|TIME WITH TIME ZONE)\b|\bUNION\(|HUGEINT\b")
+# HUGEINT and UHUGEINT reach Arrow as decimal(38, 0), where a value of 39 digits wraps around: cast
+# there by DuckDB, such a value is an error instead of a wrong number.
+_WIDE_INTEGERS = ("HUGEINT", "UHUGEINT")
+
+
+def _portable(
+    conn: duckdb.DuckDBPyConnection, relation: duckdb.DuckDBPyRelation, sql: str, bound: dict[str, Any]
+) -> duckdb.DuckDBPyRelation:
+    """``relation``, with the columns of types Arrow does not carry faithfully converted by DuckDB."""
+    kinds = [str(kind) for kind in relation.types]
+    if not any(kind in _WIDE_INTEGERS or _TEXT_TYPES.search(kind) for kind in kinds):
+        return relation
+    # In a subquery DuckDB makes repeated column names unique (a, a_1); the caller's names come back after.
+    names = conn.sql(f"SELECT * FROM ({sql}) AS _answer", params=bound or None).columns
+    selected = []
+    for name, kind in zip(names, kinds, strict=True):
+        column = exp.column(name, quoted=True).sql(dialect="duckdb")
+        if kind in _WIDE_INTEGERS:
+            column = f"CAST({column} AS DECIMAL(38, 0))"
+        elif _TEXT_TYPES.search(kind):
+            column = f"CAST({column} AS VARCHAR)"
+        selected.append(column)
+    return conn.sql(f"SELECT {', '.join(selected)} FROM ({sql}) AS _answer", params=bound or None)
+
+
 def _type_name(kind: duckdb.DuckDBPyType) -> str:
     text = str(kind)
     return text[1:-1] if text.startswith('"') and text.endswith('"') else text  # '"NULL"' -> 'NULL'
@@ -273,18 +324,20 @@ def execute(
     if not sandbox.slot(timeout_ms / 1000):
         raise SqlError("SQL_BUSY", "Too many SQL queries are running; try again in a moment")
     try:
-        return _execute(lake, query, site_id=site_id, bound=bound, limit=limit, timeout_ms=timeout_ms,
-                        sandbox=sandbox)  # fmt: skip
+        job = Job(str(lake.root), query, site_id, bound, limit, timeout_ms)
+        columns, table, truncated, elapsed_ms, duckdb_sql = pool_for(sandbox.limits).run(job)
     finally:
         sandbox.release()
+    return SqlResult(columns, table, truncated, elapsed_ms, duckdb_sql)
 
 
-def _execute(
+def run_in_this_process(
     lake: Lake, query: GuardedQuery, *, site_id: str, bound: dict[str, Any], limit: int, timeout_ms: int,
-    sandbox: Sandbox,
+    limits: Limits,
 ) -> SqlResult:  # fmt: skip
+    """The query run here, in a worker process (:func:`execute` hands it over)."""
     started = time.perf_counter()
-    conn = open_sandbox(lake, site_id=site_id, sandbox=sandbox, views=query.views)
+    conn = open_sandbox(lake, site_id=site_id, sandbox=limits, views=query.views)
     watchdog = _Watchdog(conn, timeout_ms)
     try:
         with watchdog:
@@ -296,31 +349,28 @@ def _execute(
             columns = [
                 (name, _type_name(kind)) for name, kind in zip(relation.columns, relation.types, strict=True)
             ]
+            relation = _portable(conn, relation, query.sql, bound)
             reader = relation.to_arrow_reader(min(BATCH_ROWS, limit + 1))
             batches, rows, size = [], 0, 0
             for batch in reader:
                 batches.append(batch)
                 rows += batch.num_rows
                 size += batch.nbytes
-                if size > sandbox.max_result_bytes:
+                if size > limits.max_result_bytes:
                     raise SqlError(
                         "SQL_RESULT_TOO_LARGE",
-                        f"The answer is larger than {sandbox.max_result_bytes // (1024 * 1024)} MiB; select fewer "
+                        f"The answer is larger than {limits.max_result_bytes // (1024 * 1024)} MiB; select fewer "
                         "rows or columns, or aggregate",
-                        {"maxBytes": sandbox.max_result_bytes},
+                        {"maxBytes": limits.max_result_bytes},
                     )
                 if rows > limit:
                     break
             table = pa.Table.from_batches(batches, schema=reader.schema).slice(0, limit)
+            table = table.rename_columns([name for name, _ in columns])
     except duckdb.InterruptException:
         raise SqlTimeout(timeout_ms) from None
     except duckdb.OutOfMemoryException:
-        raise SqlError(
-            "SQL_MEMORY_LIMIT",
-            f"The query needed more than its memory limit ({sandbox.memory_limit}); aggregate more or "
-            "select fewer columns and rows",
-            {"memoryLimit": sandbox.memory_limit},
-        ) from None
+        raise memory_error(limits.memory_limit) from None
     except duckdb.Error as error:
         if watchdog.fired:
             raise SqlTimeout(timeout_ms) from None

@@ -14,16 +14,68 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from queries.adhoc_sql import SqlResult
+from queries.adhoc_sql_guard import SqlError
 
 CHUNK_ROWS = 65_536
 CHUNK_BYTES = 1 << 20
 _SAFE_INTEGER = 1 << 63
+# DuckDB's infinite dates and times, as Arrow carries them.
+_INFINITIES = {
+    (2**63 - 1): "infinity",
+    -(2**63 - 1): "-infinity",
+    (2**31 - 1): "infinity",
+    -(2**31 - 1): "-infinity",
+}
+_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+
+
+def python_values(column: pa.ChunkedArray) -> list[Any]:
+    """The column's values as Python objects. A date or time Python cannot hold (DuckDB's infinities,
+    years before 1 or after 9999, the TIME 24:00:00) becomes text instead of an error or a wrong value."""
+    values = _python_values(column)
+    return values if values is not None else [_scalar_value(v) for v in column]
+
+
+def _python_values(column: pa.ChunkedArray) -> list[Any] | None:
+    """The values when Python holds every one of them, else None."""
+    kind = column.type
+    if pa.types.is_time(kind) and (pc.max(column.cast(pa.int64())).as_py() or 0) >= _DAY[kind.unit]:
+        return None
+    try:
+        return column.to_pylist()
+    except (OverflowError, ValueError):
+        return None
+
+
+def _scalar_value(value: pa.Scalar) -> Any:
+    kind = value.type
+    if pa.types.is_time(kind) and value.is_valid and value.cast(pa.int64()).as_py() >= _DAY[kind.unit]:
+        return "24:00:00"  # the only time past the day's end
+    try:
+        return value.as_py()
+    except (OverflowError, ValueError):
+        pass
+    if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
+        raw = value.cast(pa.int64() if pa.types.is_timestamp(kind) else pa.int32()).as_py()
+        if raw in _INFINITIES:
+            return _INFINITIES[raw]
+        unit = kind.unit if pa.types.is_timestamp(kind) else "D"
+        # numpy writes any year (Arrow and Python stop at 9999).
+        zone = "Z" if getattr(kind, "tz", None) else ""
+        return f"{np.datetime64(raw, unit)}{zone}"
+    raise SqlError(
+        "SQL_VALUE_NOT_REPRESENTABLE",
+        f"A value of type {value.type} holds a date or time outside years 1 to 9999; cast it to VARCHAR in "
+        "the query",
+    )
 
 
 def _duration(value: Any) -> str:
@@ -55,7 +107,7 @@ def _huge_integer(value: Decimal | None) -> int | str | None:
 
 def json_body(result: SqlResult) -> bytes:
     """``{"columns": [{"name", "type"}], "rows": [[...]], "rowCount", "truncated", "elapsedMs"}``."""
-    columns = [result.table.column(i).to_pylist() for i in range(result.table.num_columns)]
+    columns = [python_values(result.table.column(i)) for i in range(result.table.num_columns)]
     for i, (_, kind) in enumerate(result.columns):
         if kind in ("HUGEINT", "UHUGEINT"):
             columns[i] = [_huge_integer(v) for v in columns[i]]
@@ -71,17 +123,27 @@ def json_body(result: SqlResult) -> bytes:
 
 def _textual(table: pa.Table, *, for_csv: bool) -> pa.Table:
     """Columns a writer cannot take become text: intervals always (ISO 8601 durations); for CSV also
-    binary (base64) and lists, structs and maps (JSON)."""
+    binary (base64), lists, structs and maps (JSON), and dates and times Python cannot hold (as JSON
+    writes them: CSV would show Arrow's placeholders)."""
     columns = []
     for field, column in zip(table.schema, table.columns, strict=True):
         kind = field.type
         nested = pa.types.is_nested(kind)
         binary = pa.types.is_binary(kind) or pa.types.is_large_binary(kind)
-        if pa.types.is_interval(kind) or (for_csv and (nested or binary)):
+        temporal = pa.types.is_temporal(kind) and not pa.types.is_interval(kind)
+        if for_csv and temporal and _python_values(column) is None:
+            values = [
+                v
+                if v is None or isinstance(v, str)
+                else orjson.dumps(v, option=orjson.OPT_UTC_Z).decode()[1:-1]
+                for v in python_values(column)
+            ]
+            columns.append(pa.array(values, pa.string()))
+        elif pa.types.is_interval(kind) or (for_csv and (nested or binary)):
             values = [
                 None if v is None else orjson.dumps(v, default=json_default, option=orjson.OPT_UTC_Z).decode()
                 if nested else json_default(v)
-                for v in column.to_pylist()
+                for v in python_values(column)
             ]  # fmt: skip
             columns.append(pa.array(values, pa.string()))
         else:
@@ -134,7 +196,7 @@ def text_table(result: SqlResult, *, max_width: int = 40) -> str:
     names = [name for name, _ in result.columns]
     rows = [
         [_cell(v, max_width) for v in row]
-        for row in zip(*(c.to_pylist() for c in result.table.columns), strict=True)
+        for row in zip(*(python_values(c) for c in result.table.columns), strict=True)
     ] if names else []  # fmt: skip
     widths = [max([len(n), *(len(r[i]) for r in rows)]) for i, n in enumerate(names)]
     line = "+".join("-" * (w + 2) for w in widths)

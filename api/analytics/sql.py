@@ -4,6 +4,7 @@ delete, run) that dashboards call by id with parameters."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from itertools import chain
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Request
@@ -25,6 +26,7 @@ from api.errors import ERROR_RESPONSE_SCHEMA
 from api.schemas import Ok
 from queries.adhoc_sql import SqlResult
 from queries.adhoc_sql_formats import csv_chunks, json_body, parquet_chunks
+from queries.adhoc_sql_guard import SqlError
 
 router = APIRouter(prefix="/analytics/sql", tags=["analytics"])
 
@@ -79,12 +81,17 @@ RESULT_RESPONSES: dict[int | str, dict[str, Any]] = {
 def respond(result: SqlResult, *, format: Format) -> Response:
     """json in one body; csv and parquet streamed as a download named after the time of the run."""
     headers = {TRUNCATED_HEADER: str(result.truncated).lower(), ROW_COUNT_HEADER: str(result.table.num_rows)}
-    if format == "json":
-        return Response(json_body(result), media_type=MEDIA_TYPES["json"], headers=headers)
+    try:
+        if format == "json":
+            return Response(json_body(result), media_type=MEDIA_TYPES["json"], headers=headers)
+        chunks = csv_chunks(result) if format == "csv" else parquet_chunks(result)
+        # The first chunk before the status line: a value no writer takes is an error, not a cut file.
+        first = next(chunks)
+    except SqlError as error:
+        raise service.http_error(error) from None
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     headers["Content-Disposition"] = f'attachment; filename="aisle-sql-{stamp}.{format}"'
-    chunks = csv_chunks(result) if format == "csv" else parquet_chunks(result)
-    return StreamingResponse(chunks, media_type=MEDIA_TYPES[format], headers=headers)
+    return StreamingResponse(chain([first], chunks), media_type=MEDIA_TYPES[format], headers=headers)
 
 
 @router.post(

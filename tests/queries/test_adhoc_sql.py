@@ -282,6 +282,28 @@ def test_a_query_over_its_memory_limit_fails_cleanly(shop):
     assert refused.value.code == "SQL_MEMORY_LIMIT"
 
 
+def test_a_list_built_past_the_process_memory_ceiling_stops_its_worker_not_the_caller(shop):
+    # DuckDB's memory limit does not cover the list range() builds, nor does it look for interrupts
+    # meanwhile: in the server's own process this query grew to 23 GB and was killed with the server.
+    sandbox = Sandbox(max_process_bytes=700 * 2**20)
+    started = datetime.now(UTC)
+    with pytest.raises(SqlError) as stopped:
+        run_sql(shop, "SELECT len(range(2000000000)) AS n", site_id=SITE, sandbox=sandbox, timeout_ms=60_000)
+    assert (stopped.value.code, stopped.value.details) == ("SQL_MEMORY_LIMIT", {"memoryLimit": "1GB"})
+    assert (datetime.now(UTC) - started).total_seconds() < 30
+    # A new worker takes the next query.
+    assert run_sql(shop, "SELECT 42 AS n", site_id=SITE, sandbox=sandbox).table.to_pylist() == [{"n": 42}]
+
+
+def test_a_function_that_never_looks_for_interrupts_is_stopped_at_its_time_limit(shop):
+    started = datetime.now(UTC)
+    with pytest.raises(SqlError) as stopped:
+        run_sql(shop, "SELECT levenshtein(repeat('a', 100000), repeat('b', 100000)) AS d", site_id=SITE,
+                timeout_ms=300)  # fmt: skip
+    assert (stopped.value.code, stopped.value.details) == ("SQL_TIMEOUT", {"timeoutMs": 300})
+    assert (datetime.now(UTC) - started).total_seconds() < 5
+
+
 def test_an_answer_over_its_size_cap_is_refused(shop):
     sandbox = Sandbox(max_result_bytes=1024 * 1024)
     with pytest.raises(SqlError) as refused:
@@ -593,3 +615,44 @@ def test_formats_keep_repeated_names_nulls_and_nested_values(shop):
     table = pq.read_table(io.BytesIO(b"".join(parquet_chunks(result))))
     assert table.column_names == ["a", "a_2", "n", "l", "s"]
     assert table.to_pylist() == [{"a": 1, "a_2": 2, "n": None, "l": [1, 2], "s": {"k": Decimal("1.50")}}]
+
+
+def test_values_no_writer_carries_as_they_are_come_as_duckdb_text_in_every_format(shop):
+    from queries.adhoc_sql_formats import csv_chunks, json_body, parquet_chunks
+
+    # BIGNUM and BIT reached Arrow as DuckDB's internal bytes (a broken CSV or Parquet download), a
+    # UNION as a sparse union no writer takes, a TIMETZ without its offset.
+    result = run_sql(shop, "SELECT '1234567890123456789012345678901234567890'::BIGNUM AS v, "
+                           "'x'::UNION(a INT, b VARCHAR) AS u, '10:00:00+05'::TIMETZ AS t, '101'::BIT AS b, "
+                           "2 AS v", site_id=SITE)  # fmt: skip
+    assert result.columns == [("v", "BIGNUM"), ("u", "UNION(a INTEGER, b VARCHAR)"),
+                              ("t", "TIME WITH TIME ZONE"), ("b", "BIT"), ("v", "INTEGER")]  # fmt: skip
+    texts = ["1234567890123456789012345678901234567890", "x", "10:00:00+05", "101"]
+    assert json.loads(json_body(result))["rows"] == [[*texts, 2]]
+    assert b"".join(csv_chunks(result)).decode().splitlines()[1] == ",".join(
+        [*(f'"{t}"' for t in texts), "2"]
+    )
+    table = pq.read_table(io.BytesIO(b"".join(parquet_chunks(result))))
+    assert table.to_pylist() == [dict(zip(["v", "u", "t", "b", "v_2"], [*texts, 2], strict=True))]
+
+
+def test_an_integer_wider_than_38_digits_is_an_error_not_a_wrapped_number(shop):
+    small = run_sql(shop, "SELECT 12::UHUGEINT AS n, sum(x) AS s FROM range(4) AS t(x)", site_id=SITE)
+    assert small.table.to_pylist() == [{"n": Decimal(12), "s": Decimal(6)}]
+    with pytest.raises(SqlError) as refused:
+        run_sql(shop, "SELECT 340282366920938463463374607431768211455::UHUGEINT AS n", site_id=SITE)
+    assert refused.value.code == "SQL_EXECUTION_ERROR" and "DECIMAL(38,0)" in refused.value.message
+
+
+def test_dates_and_times_python_cannot_hold_come_as_text(shop):
+    from queries.adhoc_sql_formats import csv_chunks, json_body, text_table
+
+    result = run_sql(shop, "SELECT 'infinity'::TIMESTAMP AS i, '-infinity'::DATE AS d, "
+                           "'5877642-06-25'::DATE AS far, '24:00:00'::TIME AS midnight, "
+                           "TIMESTAMPTZ '2024-03-01 10:00:00+00' AS ts", site_id=SITE)  # fmt: skip
+    expected = ["infinity", "-infinity", "5877642-06-25", "24:00:00", "2024-03-01T10:00:00Z"]
+    assert json.loads(json_body(result))["rows"] == [expected]
+    assert b"".join(csv_chunks(result)).decode().splitlines()[1] == ",".join(
+        [f'"{v}"' for v in expected[:4]] + ["2024-03-01 10:00:00.000000Z"]
+    )
+    assert "5877642-06-25" in text_table(result)
