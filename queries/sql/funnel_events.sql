@@ -17,7 +17,8 @@ order_purchases AS (
 ),
 funnel_events AS (
     SELECT person_id, ts, name FROM site_events
-    WHERE order_ref IS NULL OR order_ref NOT IN (SELECT order_id FROM order_purchases)
+    -- Against every sale of the site, not only the range's: an earlier order is still not this person's.
+    WHERE order_ref IS NULL OR NOT is_a_sale($site_id, order_ref)
     UNION ALL
     SELECT person_id, ts, name FROM order_purchases
 ),

@@ -19,7 +19,7 @@ marks AS (
         AND ((name = 'add_to_cart' AND ts >= $range_start AND ts < $range_end
                 AND nullif(product_item_code, '') IS NOT NULL)
             OR (name = 'purchase'
-                AND coalesce(json_extract_string(metadata, '$.orderId') NOT IN (SELECT order_id FROM sales), true)))
+                AND NOT coalesce(names_a_sale(site_id, metadata), false)))
     UNION ALL
     SELECT session_key, ts, NULL, 1 FROM sales
 ),

@@ -140,6 +140,19 @@ def test_an_order_is_a_purchase_once_even_with_a_purchase_event_for_it(lake):
     assert counts(run(engine, ["add_to_cart", "purchase", "purchase"])) == [2, 2, 0]
 
 
+def test_a_purchase_event_naming_an_earlier_sale_of_someone_else_is_no_purchase(lake):
+    # Dan's thank-you page, forwarded to eve two days later, names dan's order: it is that sale, which
+    # is before the range, not a purchase of eve's.
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "dan": [{"event": "add_to_cart", "at": at(9, day=8)}, {"order": "o-dan", "at": at(9, 5, day=8)}],
+        "eve": [{"event": "page_view", "at": at(12)},
+                {"event": "purchase", "at": at(12, 5), "metadata": {"orderId": "o-dan"}}],
+    })  # fmt: skip
+    assert counts(run(engine, ["page_view", "purchase"])) == [1, 0]
+    assert counts(run(engine, ["page_view", "purchase"], start=date(2024, 1, 8))) == [1, 0]
+
+
 def test_days_follow_the_site_time_zone(lake):
     ingest, engine = lake
     # 23:30 UTC on the 9th is already the 10th in Berlin.
