@@ -5,8 +5,9 @@ Every report works on the same stream per journey (``journey_stream.sql``): the 
 each sale (refunds apart) as a `purchase` at the order's time; a `purchase` event whose
 `metadata.orderId` names a sale is that sale, counted once. A journey is `converted` when its stream
 holds a `purchase`. Money comes from orders only, per currency, never summed across currencies. A
-journey belongs to a date range when its first event falls inside it (site time zone, inclusive days);
-its later events count wherever they fall.
+sale no event places (a checkout tracked only server-side) is a journey of its own. A journey belongs
+to a date range when its first entry, event or sale, falls inside it (site time zone, inclusive days);
+its later entries count wherever they fall.
 """
 
 from __future__ import annotations
@@ -188,11 +189,13 @@ def _execute(cursor: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any
 def _journeys_of(
     engine: Engine, *, keys: str, params: dict[str, Any], scan_from: date = date.min
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A cursor holding the temporary tables `journey_keys` (chosen by the ``keys`` query),
-    `journey_stream` and `journey_summary`; temporary tables belong to their cursor alone.
-    ``scan_from``: no chosen journey has events in an earlier partition."""
+    """A cursor holding the temporary tables `journey_sales` (every sale and its journey),
+    `journey_keys` (chosen by the ``keys`` query), `journey_stream` and `journey_summary`; temporary
+    tables belong to their cursor alone. ``scan_from``: no chosen journey has events in an earlier
+    partition."""
     cursor = engine.cursor()
     try:
+        _execute(cursor, "journey_sales", {"site_id": params["site_id"]})
         _execute(cursor, keys, params)
         _execute(cursor, "journey_stream", {"site_id": params["site_id"], "scan_from": scan_from})
         _execute(cursor, "journey_summary", {})

@@ -38,12 +38,13 @@ router = APIRouter(prefix="/analytics", tags=["analytics"])
 
 SEMANTICS = (
     "A journey is the events of one `journeyId`; events without one fall back to their `sessionId` as "
-    "the journey key. A journey belongs to the range when its first event falls between `startDate` "
-    "and `endDate` (inclusive days in the site's time zone; the last 30 days by default); its later "
-    "events count wherever they fall. Orders count as `purchase` events at the order's time, once: a "
+    "the journey key. A journey belongs to the range when its first entry (event or order) falls "
+    "between `startDate` and `endDate` (inclusive days in the site's time zone; the last 30 days by "
+    "default); its later entries count wherever they fall. Orders count as `purchase` events at the order's time, once: a "
     "`purchase` event whose `metadata.orderId` names an order is that same purchase. An order joins "
     "the journey of its `journeyId`, else of the purchase event naming it, else the journey its "
-    "visitor's session was in at the order's time. Refunds are not purchases. A journey is `converted` "
+    "visitor's session was in at the order's time; an order no event places (a checkout tracked only "
+    "server-side) is a journey of its own, keyed by its `journeyId`, else its `sessionId`. Refunds are not purchases. A journey is `converted` "
     "when it holds a purchase. Money comes from orders only, per currency, never summed across "
     "currencies. People are the linked user when the visitor was ever identified, else the visitor."
 )
@@ -88,7 +89,7 @@ def journeys(
 def stats(request: Request, query: Range) -> JourneyStats:
     """Over the journeys started in the range: `totalJourneys`, `convertedJourneys`, `conversionRate`
     (converted / total), `avgEventsPerJourney`, `avgDurationSeconds` and `medianDurationSeconds` (0 when
-    there are none), `uniquePeople` (the person of each journey's first event), and
+    there are none), `uniquePeople` (the person of each journey's first entry), and
     `revenueByCurrency` with the number of orders per currency; `mixedCurrency` when more than one."""
     return journey_stats(request.app.state.engine, query)
 
@@ -155,7 +156,9 @@ def export(
     "/journeys/{siteId}/{journeyId}",
     response_model=JourneyDetail,
     response_model_by_alias=True,
-    responses={404: {"description": "JOURNEY_NOT_FOUND: no event of the site has this journey key."}},
+    responses={
+        404: {"description": "JOURNEY_NOT_FOUND: no event or order of the site has this journey key."}
+    },
 )
 def journey(request: Request, site: AnalyticsSite, journeyId: str) -> JourneyDetail:
     """One journey by its key (a journeyId, or the sessionId of events without one), whatever its date:

@@ -157,6 +157,39 @@ def test_orders_without_a_journey_id_join_the_journey_of_their_session(lake):
     assert not journeys["j-eve"]["converted"]
 
 
+def test_an_order_no_event_places_is_a_converted_journey_of_its_own(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        # Checkouts tracked only server-side: keyed by the order's journey id, else its session.
+        "gus": [{"order": "o-gus", "at": at(15), "sessionId": "s-gus", "total": "40"}],
+        "hal": [{"order": "o-hal", "at": at(16), "sessionId": "s-hal", "journeyId": "j-hal", "total": "50"}],
+    })  # fmt: skip
+    journeys = {j["journeyId"]: j for j in listed(engine)}
+    assert {k: (j["converted"], j["eventCount"], j["revenue"]) for k, j in journeys.items()} == {
+        "s-gus": (True, 1, [{"currency": "EUR", "amount": "40.00"}]),
+        "j-hal": (True, 1, [{"currency": "EUR", "amount": "50.00"}]),
+    }
+    stats = journey_stats(engine, day_range()).model_dump(by_alias=True, mode="json")
+    assert (stats["totalJourneys"], stats["convertedJourneys"], stats["uniquePeople"]) == (2, 2, 2)
+    one = get_journey(engine, site_id=SITE, journey_id="j-hal").model_dump(by_alias=True, mode="json")
+    assert ([e["name"] for e in one["events"]], [o["orderId"] for o in one["orders"]]) == ([], ["o-hal"])
+
+
+def test_a_journey_that_starts_with_its_order_belongs_to_the_order_s_day(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ida": [{"order": "o-ida", "at": at(23, 59, day=9), "journeyId": "j-ida", "total": "5"},
+                {"event": "page_view", "at": at(0, 2), "journeyId": "j-ida"}],
+    })  # fmt: skip
+    assert listed(engine) == []
+    (journey,) = listed(engine, day_range(date(2024, 1, 9), date(2024, 1, 9)))
+    assert (journey["journeyId"], journey["startedAt"], journey["eventCount"]) == (
+        "j-ida",
+        "2024-01-09T23:59:00Z",
+        2,
+    )
+
+
 def test_a_purchase_event_naming_another_persons_order_does_not_move_that_order(lake):
     ingest, engine = lake
     journeys_for(ingest, {
