@@ -18,6 +18,7 @@ from api.analytics.scope import AnalyticsSite, check_range_length, check_report_
 from api.errors import BadRequest
 from ingest.event_names import CANONICAL_EVENT_NAMES
 from queries.cohort import CohortQuery, CohortType, Interval, RetentionMode, cohort_report
+from warehouse.lake import EVENTS, ORDERS, Lake
 
 router = APIRouter(prefix="/analytics/cohort", tags=["analytics"])
 
@@ -71,18 +72,27 @@ def cache_key(query: CohortQuery) -> str:
     return cache_prefix(query.site_id) + digest
 
 
+def data_mark(lake: Lake, site_id: str) -> str:
+    """Changes whenever the site's events or orders do (a flush, a late import, a compaction): the
+    names of its current lake files, each written once."""
+    names = sorted(f.name for table in (EVENTS, ORDERS) for f in lake.live_files(table, site_id=site_id))
+    return hashlib.sha256("\n".join(names).encode()).hexdigest()[:24]
+
+
 def _report(
     request: Request, site: dict[str, Any], query: CohortQuery, *, use_cache: bool = True
 ) -> dict[str, Any]:
     hot = request.app.state.hot
     key = cache_key(query)
-    cached = hot.get_value(key) if use_cache else None
-    if cached is not None:
-        report, status = orjson.loads(cached), "hit"
+    mark = data_mark(request.app.state.engine.lake, site["id"])
+    cached = orjson.loads(hot.get_value(key) or b"null") if use_cache else None
+    # A report of data that changed since is no answer: events accepted are counted within seconds.
+    if cached is not None and cached.pop("dataMark", None) == mark:
+        report, status = cached, "hit"
     else:
         report = cohort_report(request.app.state.engine, query)
         report["generatedAt"] = datetime.now(UTC).isoformat()
-        hot.set_value(key, orjson.dumps(report), ttl_seconds=CACHE_TTL_SECONDS)
+        hot.set_value(key, orjson.dumps({**report, "dataMark": mark}), ttl_seconds=CACHE_TTL_SECONDS)
         status = "miss"
     meta = {
         "site": {"id": site["id"], "name": site["name"], "timezone": site["timezone"]},
@@ -100,7 +110,8 @@ def get_cohort_report(request: Request, site: AnalyticsSite, query: Filters) -> 
     (columns P0..Pn; P0 is the cohort size with rate 1; periods not yet started are null), `churn`
     (per calendar period), `comparison` (P0..P6 rates) and `diagnostics` (`NO_EVENTS_IN_RANGE`,
     `NO_COHORT_EVENTS_FOR_TYPE`, else null). People are counted once across devices; a person whose
-    first qualifying event is before startDate is in no cohort. Cached per filter set."""
+    first qualifying event is before startDate is in no cohort. Cached per filter set while the
+    site's events and orders are unchanged (any flush, import or compaction since makes a miss)."""
     return _report(request, site, query)
 
 

@@ -49,6 +49,22 @@ def test_report_is_cached_per_filter_set(app, owner):
     assert other["meta"]["cacheStatus"] == "miss"
 
 
+def test_a_cached_report_is_not_served_once_the_site_s_data_changed(app, owner):
+    site = site_with_journeys(app, owner)
+    url = f"/analytics/cohort/{site['id']}"
+    assert owner.get(url, params=FILTERS).json()["summary"]["totalUsers"] == 3
+    assert owner.get(url, params=FILTERS).json()["meta"]["cacheStatus"] == "hit"
+    late = {"name": "page_view", "visitorId": "dan", "sessionId": "s", "timestamp": "2024-01-04T10:00:00Z"}
+    assert (
+        owner.post("/analytics/track/batch", json={"siteId": site["id"], "events": [late]}).json()["accepted"]
+        == 1
+    )
+    app.state.ingest.flush()
+    fresh = owner.get(url, params=FILTERS).json()
+    assert (fresh["meta"]["cacheStatus"], fresh["summary"]["totalUsers"]) == ("miss", 4)
+    assert owner.get(url, params=FILTERS).json()["meta"]["cacheStatus"] == "hit"
+
+
 def test_every_filter_is_required_and_period_count_is_bounded(owner):
     site = owner.make_site()
     url = f"/analytics/cohort/{site['id']}"
