@@ -16,7 +16,7 @@ from api.analytics.funnel_definition_schemas import (
 )
 from api.analytics.funnels import parse_steps
 from api.analytics.scope import analytics_site, date_range
-from api.deps import Principal
+from api.deps import Principal, load_owned_site
 from api.errors import Forbidden
 from queries.funnel import DEFAULT_WINDOW_SECONDS, FunnelQuery, funnel
 from warehouse.catalog import activity, funnel_definitions
@@ -76,10 +76,14 @@ def get_owned(
     the site. Unknown and foreign ids both answer 403 `SITE_ACCESS_DENIED`, so ids cannot be probed."""
     with store.connect() as conn:
         definition = funnel_definitions.get(conn, definition_id=definition_id)
+    no_access = Forbidden("You do not have access to this funnel definition", code="SITE_ACCESS_DENIED")
     if definition is None:
-        raise Forbidden("You do not have access to this funnel definition", code="SITE_ACCESS_DENIED")
-    site = analytics_site(store, principal, definition["site_id"])
-    return definition, site
+        raise no_access
+    try:
+        site = load_owned_site(store, principal, definition["site_id"])
+    except Forbidden:
+        raise no_access from None  # the same answer as for an unknown id
+    return definition, analytics_site(store, principal, site["id"])
 
 
 def _record(

@@ -50,7 +50,7 @@ OwnedDefinition = Annotated[tuple[dict[str, Any], dict[str, Any]], Depends(owned
     response_model=FunnelDefinitionOut,
     description=described(
         "Save a funnel for a site (`siteId` of the body). Steps are validated like the funnel report's: "
-        "`FUNNEL_NEEDS_TWO_STEPS`, `FUNNEL_TOO_MANY_STEPS`, `UNKNOWN_EVENT_NAME`."
+        "`FUNNEL_NEEDS_TWO_STEPS`, `FUNNEL_STEP_EMPTY`, `FUNNEL_TOO_MANY_STEPS`, `UNKNOWN_EVENT_NAME`."
     ),
 )
 def create_funnel_definition(

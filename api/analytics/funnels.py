@@ -27,7 +27,14 @@ def parse_steps(steps: str | Sequence[str]) -> tuple[str, ...]:
     """Validated step names from `a,b,c` or a list of names: at least two, at most MAX_STEPS, all
     canonical; repeats allowed."""
     parts = steps.split(",") if isinstance(steps, str) else steps
-    names = tuple(s.strip() for s in parts if s.strip())
+    names = tuple(s.strip() for s in parts)
+    if len(names) > 1 and "" in names:
+        # `a,,b` is a typo, not a two-step funnel: which step was meant is unknown.
+        raise BadRequest(
+            f"Step {names.index('') + 1} is empty; name every step: steps=page_view,add_to_cart",
+            code="FUNNEL_STEP_EMPTY",
+        )
+    names = tuple(n for n in names if n)
     if len(names) < 2:
         raise BadRequest(
             "A funnel needs at least two steps: steps=page_view,add_to_cart", code="FUNNEL_NEEDS_TWO_STEPS"
@@ -47,7 +54,10 @@ def parse_steps(steps: str | Sequence[str]) -> tuple[str, ...]:
 def funnel_filters(
     site: AnalyticsSite,
     steps: Annotated[
-        str, Query(description="Comma-separated canonical event names, in order; repeats allowed.")
+        str,
+        Query(
+            description="Comma-separated canonical event names, in order; repeats allowed; 2 to 20 steps, none empty (`a,,b` answers 400 `FUNNEL_STEP_EMPTY`)."
+        ),
     ],
     start_date: Annotated[
         date | None, Query(alias="startDate", description="First entry day (site time zone).")
@@ -119,7 +129,8 @@ def export_responses(description: str, row_schema: dict[str, Any]) -> dict[int |
 
 @router.get("/funnels/{siteId}", response_model=FunnelReport, response_model_by_alias=True)
 def get_funnel(request: Request, query: FunnelFilters) -> FunnelReport:
-    """People are counted once (the linked user when the visitor was ever identified, else the visitor),
+    """People are counted once (the linked user when the visitor was ever identified, else the visitor;
+    visitor and user ids are one namespace, so a visitor id equal to a user id is that user),
     at the furthest step reached. Every step-1 event in the date range is a possible start; times come
     from each person's first most complete conversion. Orders count as `purchase` events, once.
     `conversionRate` is relative to people entered; `dropOff` is the people lost since the previous step."""

@@ -79,7 +79,7 @@ def test_create_validation_errors(owner):
     good = {"siteId": site["id"], "name": "F", "steps": ["page_view", "add_to_cart"]}
     cases = [
         ({"steps": ["page_view"]}, "FUNNEL_NEEDS_TWO_STEPS"),
-        ({"steps": ["page_view", "  "]}, "FUNNEL_NEEDS_TWO_STEPS"),
+        ({"steps": ["page_view", "  "]}, "FUNNEL_STEP_EMPTY"),
         ({"steps": ["page_view", "teleport"]}, "UNKNOWN_EVENT_NAME"),
         ({"steps": ["page_view"] * 21}, "FUNNEL_TOO_MANY_STEPS"),
         ({"steps": "page_view,add_to_cart"}, "VALIDATION_FAILED"),
@@ -343,9 +343,15 @@ def test_another_organisations_definition_answers_403_and_stays_untouched(owner,
     assert owner.get(f"{BASE}/site/{site['id']}").json() == [created]
 
 
-def test_unknown_definition_ids_answer_403_not_404(owner):
+def test_unknown_definition_ids_answer_403_not_404(owner, outsider):
+    site = owner.make_site()
+    foreign = create(owner, site["id"])["id"]
     for method, url, body in definition_routes(UNKNOWN_ID):
-        assert_error(owner.request(method, url, json=body), 403, "SITE_ACCESS_DENIED")
+        unknown = outsider.request(method, url, json=body)
+        assert_error(unknown, 403, "SITE_ACCESS_DENIED")
+        # Another organisation's id gets the very same answer: ids cannot be probed.
+        theirs = outsider.request(method, url.replace(UNKNOWN_ID, foreign), json=body)
+        assert theirs.json() == unknown.json()
     assert_error(owner.get(f"{BASE}/site/{UNKNOWN_ID}"), 403, "SITE_ACCESS_DENIED")
 
 

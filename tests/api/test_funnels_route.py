@@ -40,6 +40,8 @@ def test_funnel_validation_errors(owner):
     cases = [
         ({"steps": "page_view"}, "FUNNEL_NEEDS_TWO_STEPS"),
         ({"steps": "page_view,teleport"}, "UNKNOWN_EVENT_NAME"),
+        ({"steps": "product_view,,purchase"}, "FUNNEL_STEP_EMPTY"),
+        ({"steps": "product_view,purchase,"}, "FUNNEL_STEP_EMPTY"),
         (
             {"steps": "page_view,scroll", "startDate": "2024-02-02", "endDate": "2024-02-01"},
             "DATE_RANGE_INVALID",
