@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+import pytest
+
 from ingest.normalise import Context
 from queries.product_catalog import sync_seen_products
 from tests.factories import make_store_site
@@ -27,12 +29,20 @@ def view(code: str, clock: str, **metadata) -> dict:
             "url": f"https://shop.example.com/p/{code}", "metadata": {"productItemCode": code, **metadata}}  # fmt: skip
 
 
-def test_each_read_takes_what_arrived_since_the_last(lake, tmp_path):
+@pytest.fixture
+def catalog(lake, tmp_path):
+    """(ingest, engine, store, site): a lake and a config store with one site."""
     ingest, engine = lake
     store = create_store_engine(f"sqlite:///{tmp_path / 'store.db'}")
     migrate(store)
     with store.begin() as conn:
         site = make_store_site(conn)
+    yield ingest, engine, store, site
+    store.dispose()
+
+
+def test_each_read_takes_what_arrived_since_the_last(catalog):
+    ingest, engine, store, site = catalog
     now = datetime.now(UTC)
     send(ingest, site, [view("P1", "10:00:00", name="Lamp", price="19.90", image="https://cdn.example.com/1.jpg")],
          received=now - timedelta(hours=2))  # fmt: skip
@@ -59,15 +69,10 @@ def test_each_read_takes_what_arrived_since_the_last(lake, tmp_path):
     assert (rows["P2"]["name"], rows["P2"]["price"], rows["P2"]["currency"]) == (None, None, "EUR")
     assert (rows["ext-9"]["name"], rows["ext-9"]["price"]) == ("Gift wrap", Decimal(0))
     assert abs(until - now) < timedelta(milliseconds=1)
-    store.dispose()
 
 
-def test_a_product_only_ever_refunded_is_in_the_catalog_without_a_price(lake, tmp_path):
-    ingest, engine = lake
-    store = create_store_engine(f"sqlite:///{tmp_path / 'store.db'}")
-    migrate(store)
-    with store.begin() as conn:
-        site = make_store_site(conn)
+def test_a_product_only_ever_refunded_is_in_the_catalog_without_a_price(catalog):
+    ingest, engine, store, site = catalog
     refund = {"orderId": "c1", "isRefund": True, "visitorId": "v", "sessionId": "s",
               "timestamp": "2024-03-01T12:00:00Z", "total": "-30",
               "items": [{"productItemCode": "P9", "quantity": -2, "price": "15", "name": "Mug",
@@ -79,4 +84,3 @@ def test_a_product_only_ever_refunded_is_in_the_catalog_without_a_price(lake, tm
     assert (p9["product_item_code"], p9["name"], p9["price"], p9["first_seen_at"]) == (
         "P9", "Mug", None, datetime(2024, 3, 1, 12, tzinfo=UTC)
     )  # fmt: skip
-    store.dispose()
