@@ -271,28 +271,30 @@ def _user_error(error: duckdb.Error, query: GuardedQuery) -> SqlError:
 # bytes, UNION as a sparse union no CSV or Parquet writer takes, TIMETZ without its offset. They are
 # answered as DuckDB's own text of the value.
 _TEXT_TYPES = re.compile(r"\b(BIGNUM|VARINT|BIT|TIME WITH TIME ZONE)\b|\bUNION\(|HUGEINT\b")
-# HUGEINT and UHUGEINT reach Arrow as decimal(38, 0), where a value of 39 digits wraps around: cast
-# there by DuckDB, such a value is an error instead of a wrong number.
-_WIDE_INTEGERS = ("HUGEINT", "UHUGEINT")
+
+
+def _portable_type(kind: str) -> str | None:
+    """The type DuckDB casts a column of ``kind`` to before it leaves for Arrow; None to keep it."""
+    if kind in ("HUGEINT", "UHUGEINT"):
+        # Arrow's decimal(38, 0), where a value of 39 digits wraps around: cast there by DuckDB, such
+        # a value is an error instead of a wrong number.
+        return "DECIMAL(38, 0)"
+    return "VARCHAR" if _TEXT_TYPES.search(kind) else None
 
 
 def _portable(
     conn: duckdb.DuckDBPyConnection, relation: duckdb.DuckDBPyRelation, sql: str, bound: dict[str, Any]
 ) -> duckdb.DuckDBPyRelation:
     """``relation``, with the columns of types Arrow does not carry faithfully converted by DuckDB."""
-    kinds = [str(kind) for kind in relation.types]
-    if not any(kind in _WIDE_INTEGERS or _TEXT_TYPES.search(kind) for kind in kinds):
+    casts = [_portable_type(str(kind)) for kind in relation.types]
+    if not any(casts):
         return relation
     # In a subquery DuckDB makes repeated column names unique (a, a_1); the caller's names come back after.
     names = conn.sql(f"SELECT * FROM ({sql}) AS _answer", params=bound or None).columns
     selected = []
-    for name, kind in zip(names, kinds, strict=True):
+    for name, cast in zip(names, casts, strict=True):
         column = exp.column(name, quoted=True).sql(dialect="duckdb")
-        if kind in _WIDE_INTEGERS:
-            column = f"CAST({column} AS DECIMAL(38, 0))"
-        elif _TEXT_TYPES.search(kind):
-            column = f"CAST({column} AS VARCHAR)"
-        selected.append(column)
+        selected.append(f"CAST({column} AS {cast})" if cast else column)
     return conn.sql(f"SELECT {', '.join(selected)} FROM ({sql}) AS _answer", params=bound or None)
 
 

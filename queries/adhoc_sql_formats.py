@@ -34,25 +34,43 @@ _INFINITIES = {
     (2**31 - 1): "infinity",
     -(2**31 - 1): "-infinity",
 }
-_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+_DAY = {unit: 86_400 * n for unit, n in _PER_SECOND.items()}
+# The seconds from 1970 to the first and past the last instant Python's datetime holds (years 1-9999).
+_PYTHON_SECONDS = (-62_135_596_800, 253_402_300_800)
 
 
 def python_values(column: pa.ChunkedArray) -> list[Any]:
     """The column's values as Python objects. A date or time Python cannot hold (DuckDB's infinities,
     years before 1 or after 9999, the TIME 24:00:00) becomes text instead of an error or a wrong value."""
-    values = _python_values(column)
-    return values if values is not None else [_scalar_value(v) for v in column]
+    if _fits_python(column):
+        try:
+            return column.to_pylist()
+        except (OverflowError, ValueError):  # a date inside a list or struct
+            pass
+    return [_scalar_value(v) for v in column]
 
 
-def _python_values(column: pa.ChunkedArray) -> list[Any] | None:
-    """The values when Python holds every one of them, else None."""
+def _fits_python(column: pa.ChunkedArray) -> bool:
+    """Whether Python holds every date or time of the column, from its smallest and largest value
+    (no value is converted). Other columns answer True."""
     kind = column.type
-    if pa.types.is_time(kind) and (pc.max(column.cast(pa.int64())).as_py() or 0) >= _DAY[kind.unit]:
-        return None
-    try:
-        return column.to_pylist()
-    except (OverflowError, ValueError):
-        return None
+    if pa.types.is_time(kind):
+        return (pc.max(column.cast(pa.int64())).as_py() or 0) < _DAY[kind.unit]
+    if pa.types.is_timestamp(kind) or pa.types.is_date64(kind):
+        per_second = _PER_SECOND[kind.unit if pa.types.is_timestamp(kind) else "ms"]
+        raw, low, high = (
+            column.cast(pa.int64()),
+            _PYTHON_SECONDS[0] * per_second,
+            _PYTHON_SECONDS[1] * per_second,
+        )
+    elif pa.types.is_date32(kind):
+        raw, low, high = column.cast(pa.int32()), _PYTHON_SECONDS[0] // 86_400, _PYTHON_SECONDS[1] // 86_400
+    else:
+        return True
+    extremes = pc.min_max(raw)
+    smallest = extremes["min"].as_py()
+    return smallest is None or (low <= smallest and extremes["max"].as_py() < high)
 
 
 def _scalar_value(value: pa.Scalar) -> Any:
@@ -131,7 +149,7 @@ def _textual(table: pa.Table, *, for_csv: bool) -> pa.Table:
         nested = pa.types.is_nested(kind)
         binary = pa.types.is_binary(kind) or pa.types.is_large_binary(kind)
         temporal = pa.types.is_temporal(kind) and not pa.types.is_interval(kind)
-        if for_csv and temporal and _python_values(column) is None:
+        if for_csv and temporal and not _fits_python(column):
             values = [
                 v
                 if v is None or isinstance(v, str)

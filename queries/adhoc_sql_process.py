@@ -211,12 +211,6 @@ class WorkerPool:
             "Simplify it, or narrow what it reads",
         )
 
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for worker in idle:
-            worker.kill()
-
 
 def memory_error(memory_limit: str) -> SqlError:
     return SqlError(
