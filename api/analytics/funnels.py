@@ -56,7 +56,8 @@ def funnel_filters(
     steps: Annotated[
         str,
         Query(
-            description="Comma-separated canonical event names, in order; repeats allowed; 2 to 20 steps, none empty (`a,,b` answers 400 `FUNNEL_STEP_EMPTY`)."
+            description=f"Comma-separated canonical event names, in order; repeats allowed; 2 to {MAX_STEPS} "
+            "steps, none empty (`a,,b` answers 400 `FUNNEL_STEP_EMPTY`)."
         ),
     ],
     start_date: Annotated[
