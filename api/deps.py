@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -11,7 +12,7 @@ from sqlalchemy import Engine
 from aisle.settings import Settings
 from api.auth import tokens
 from api.auth.permissions import SITES_READ, SITES_WRITE, permissions_for
-from api.errors import Forbidden, Unauthorized
+from api.errors import BadRequest, Forbidden, Unauthorized
 from jobs.mail import Outbox
 from warehouse.catalog import sites, users
 from warehouse.hotstate import HotState
@@ -111,11 +112,20 @@ def _platform_admin(principal: CurrentUser) -> Principal:
 PlatformAdmin = Annotated[Principal, Depends(_platform_admin)]
 
 
+def canonical_site_id(site_id: str) -> str:
+    """The stored spelling of a site id (lowercase, hyphenated), so `ABCD...` finds the site `abcd...`;
+    anything that is not a UUID is a malformed request rather than a site the caller cannot see."""
+    try:
+        return str(uuid.UUID(site_id))
+    except ValueError:
+        raise BadRequest(f"Site id '{site_id[:64]}' is not a UUID", code="INVALID_SITE_ID") from None
+
+
 def load_owned_site(store: Engine, principal: Principal, site_id: str) -> dict[str, Any]:
     """The site, if the caller's organisation owns it. Unknown and foreign sites both answer 403,
-    so ids of other tenants cannot be probed."""
+    so ids of other tenants cannot be probed. Site ids are UUIDs, read in any of their spellings."""
     with store.connect() as conn:
-        site = sites.get(conn, site_id=site_id)
+        site = sites.get(conn, site_id=canonical_site_id(site_id))
     if site is None or site["organization_id"] != principal.organization_id:
         raise Forbidden("You do not have access to this site", code="SITE_ACCESS_DENIED")
     return site

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import re
+from datetime import date, datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel
 
 
@@ -20,3 +24,23 @@ class StrictCamelModel(CamelModel):
 
 class Ok(CamelModel):
     success: bool = True
+
+
+_NUMBER = re.compile(r"[+-]?\d+(\.\d*)?([eE][+-]?\d+)?")
+
+
+def _iso_not_a_number(what: str):
+    # Pydantic reads a bare number as seconds since 1970 ("1700006400" is 2023-11-15); on our wire days
+    # and instants are ISO 8601, so a number is a unix time sent by mistake, answered as such.
+    def check(value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            return value
+        if isinstance(value, str) and not _NUMBER.fullmatch(value.strip()):
+            return value
+        raise ValueError(f"expected an ISO 8601 {what}, not a number")
+
+    return BeforeValidator(check)
+
+
+IsoDate = Annotated[date, _iso_not_a_number("date such as 2026-01-31")]
+IsoDateTime = Annotated[datetime, _iso_not_a_number("timestamp such as 2026-01-31T09:30:00Z")]

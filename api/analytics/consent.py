@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterator
-from datetime import date
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -17,9 +16,9 @@ from pydantic import Field
 
 from api.analytics.scope import AnalyticsSite, date_range
 from api.auth.permissions import ANALYTICS_VIEW
-from api.deps import Principal, StoreDep, load_owned_site, require
+from api.deps import Principal, StoreDep, canonical_site_id, load_owned_site, require
 from api.errors import BadRequest
-from api.schemas import CamelModel, StrictCamelModel
+from api.schemas import CamelModel, IsoDate, StrictCamelModel
 from api.sites.service import tracking_config
 from ingest.consent import CATEGORIES
 from queries.consent import (
@@ -66,9 +65,9 @@ SEMANTICS = (
 def consent_range(
     site: AnalyticsSite,
     start_date: Annotated[
-        date | None, Query(alias="startDate", description="First day (site time zone).")
+        IsoDate | None, Query(alias="startDate", description="First day (site time zone).")
     ] = None,
-    end_date: Annotated[date | None, Query(alias="endDate", description="Last day, inclusive.")] = None,
+    end_date: Annotated[IsoDate | None, Query(alias="endDate", description="Last day, inclusive.")] = None,
 ) -> ConsentRange:
     start, end = date_range(site, start_date, end_date)
     return ConsentRange.of_site(site, start, end)
@@ -291,7 +290,7 @@ def _compared_sites(store, principal: Principal, site_ids: str | None) -> list[d
     if site_ids is None:
         with store.connect() as conn:
             return sites.list_for_organization(conn, organization_id=principal.organization_id)
-    wanted = list(dict.fromkeys(s.strip() for s in site_ids.split(",") if s.strip()))
+    wanted = list(dict.fromkeys(canonical_site_id(s.strip()) for s in site_ids.split(",") if s.strip()))
     if not wanted:
         raise BadRequest("siteIds is empty; name sites (comma-separated) or omit it", code="SITE_IDS_EMPTY")
     if len(wanted) > MAX_COMPARED_SITES:
@@ -318,8 +317,8 @@ def compare(
             alias="siteIds", description="Comma-separated site ids; omitted: every site of the organisation."
         ),
     ] = None,
-    start_date: Annotated[date | None, Query(alias="startDate")] = None,
-    end_date: Annotated[date | None, Query(alias="endDate")] = None,
+    start_date: Annotated[IsoDate | None, Query(alias="startDate")] = None,
+    end_date: Annotated[IsoDate | None, Query(alias="endDate")] = None,
 ) -> ConsentComparison:
     engine = request.app.state.engine
     rows = []

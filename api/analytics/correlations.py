@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Request
 
 from api.analytics.scope import AnalyticsSite, check_report_dates
 from api.errors import BadRequest
+from api.schemas import IsoDateTime
 from queries.correlations import CorrelationRange, Correlations, correlations
 
 router = APIRouter(prefix="/analytics", tags=["analytics"])
@@ -26,11 +27,11 @@ def get_correlations(
     site: AnalyticsSite,
     limit: Annotated[int, Query(ge=1, le=100, description="Rows in each of `positive` and `negative`.")] = 10,
     start_date: Annotated[
-        datetime | None,
+        IsoDateTime | None,
         Query(alias="startDate", description="ISO timestamp, inclusive (UTC when it has no offset)."),
     ] = None,
     end_date: Annotated[
-        datetime | None,
+        IsoDateTime | None,
         Query(alias="endDate", description="ISO timestamp, exclusive (UTC when it has no offset)."),
     ] = None,
 ) -> Correlations:

@@ -3,7 +3,6 @@ templates, and running a saved funnel."""
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
@@ -18,7 +17,7 @@ from api.analytics.funnel_definition_schemas import (
 )
 from api.analytics.scope import AnalyticsSite
 from api.deps import CurrentUser, StoreDep
-from api.schemas import Ok
+from api.schemas import IsoDate, Ok
 
 router = APIRouter(prefix="/analytics/funnels/definitions", tags=["analytics"])
 
@@ -136,13 +135,13 @@ def analyze_funnel_definition(
     request: Request,
     owned: OwnedDefinition,
     start_date: Annotated[
-        date | None,
+        IsoDate | None,
         Query(
             alias="startDate", description="First entry day (site time zone); default 29 days before endDate."
         ),
     ] = None,
     end_date: Annotated[
-        date | None, Query(alias="endDate", description="Last entry day, inclusive; default today.")
+        IsoDate | None, Query(alias="endDate", description="Last entry day, inclusive; default today.")
     ] = None,
 ) -> FunnelDefinitionAnalysis:
     definition, site = owned

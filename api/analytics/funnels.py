@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import date, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -14,6 +14,7 @@ from fastapi.responses import StreamingResponse
 
 from api.analytics.scope import AnalyticsSite, date_range
 from api.errors import BadRequest
+from api.schemas import IsoDate
 from ingest.event_names import CANONICAL_EVENT_NAMES
 from queries.funnel import DEFAULT_WINDOW_SECONDS, FunnelQuery, FunnelReport, Order, funnel, people_at_step
 
@@ -61,9 +62,11 @@ def funnel_filters(
         ),
     ],
     start_date: Annotated[
-        date | None, Query(alias="startDate", description="First entry day (site time zone).")
+        IsoDate | None, Query(alias="startDate", description="First entry day (site time zone).")
     ] = None,
-    end_date: Annotated[date | None, Query(alias="endDate", description="Last entry day, inclusive.")] = None,
+    end_date: Annotated[
+        IsoDate | None, Query(alias="endDate", description="Last entry day, inclusive.")
+    ] = None,
     window_seconds: Annotated[
         int,
         Query(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterator
-from datetime import date
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -16,6 +15,7 @@ from fastapi.routing import APIRoute
 
 from api.analytics.scope import AnalyticsSite, Offset, date_range
 from api.errors import NotFound
+from api.schemas import IsoDate
 from queries.journeys import (
     Journey,
     JourneyDetail,
@@ -53,10 +53,11 @@ SEMANTICS = (
 def journey_range(
     site: AnalyticsSite,
     start_date: Annotated[
-        date | None, Query(alias="startDate", description="First day a journey may start (site time zone).")
+        IsoDate | None,
+        Query(alias="startDate", description="First day a journey may start (site time zone)."),
     ] = None,
     end_date: Annotated[
-        date | None, Query(alias="endDate", description="Last day a journey may start, inclusive.")
+        IsoDate | None, Query(alias="endDate", description="Last day a journey may start, inclusive.")
     ] = None,
 ) -> JourneyRange:
     start, end = date_range(site, start_date, end_date)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from datetime import date, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite, check_range_length, date_range
 from api.deps import CurrentUser, StoreDep, WritableSiteById
 from api.errors import BadRequest, NotFound, PayloadTooLarge
+from api.schemas import IsoDate
 from ingest.currency import normalise_currency
 from ingest.product_feed import FORMATS, FeedUnreadable, detect_format, import_feed
 from queries.product_catalog import sync_seen_products
@@ -95,10 +96,10 @@ def product_range(
         ),
     ] = None,
     start_date: Annotated[
-        date | None, Query(alias="startDate", description="First day (site time zone); wins over `days`.")
+        IsoDate | None, Query(alias="startDate", description="First day (site time zone); wins over `days`.")
     ] = None,
     end_date: Annotated[
-        date | None, Query(alias="endDate", description="Last day, inclusive; wins over `days`.")
+        IsoDate | None, Query(alias="endDate", description="Last day, inclusive; wins over `days`.")
     ] = None,
 ) -> ProductRange:
     if start_date is None and end_date is None:

@@ -3,7 +3,6 @@ recommendation, the recommendations breakdown, and identified versus anonymous c
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -11,6 +10,7 @@ from fastapi.routing import APIRoute
 
 from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite, Offset, check_range_length, date_range
 from api.errors import BadRequest
+from api.schemas import IsoDate
 from queries.attribution import (
     CLICK_NAMES,
     DEFAULT_LOOKBACK_DAYS,
@@ -74,9 +74,9 @@ CONVERSIONS = (
 def report_range(
     site: AnalyticsSite,
     start_date: Annotated[
-        date | None, Query(alias="startDate", description="First day (site time zone).")
+        IsoDate | None, Query(alias="startDate", description="First day (site time zone).")
     ] = None,
-    end_date: Annotated[date | None, Query(alias="endDate", description="Last day, inclusive.")] = None,
+    end_date: Annotated[IsoDate | None, Query(alias="endDate", description="Last day, inclusive.")] = None,
     days: Annotated[int | None, Query(ge=1, le=365, description="The last N days, today included.")] = None,
 ) -> ReportRange:
     if days is not None:

@@ -316,11 +316,16 @@ def test_compare_sites_of_the_organisation(app, owner, outsider):
         "sites"
     ]
     assert [r["siteId"] for r in one] == [sim["id"]]
+    twice = owner.get(
+        "/analytics/consent/compare", params={**RANGE, "siteIds": f"{sim['id']},{sim['id'].upper()}"}
+    )
+    assert [r["siteId"] for r in twice.json()["sites"]] == [sim["id"]]
 
     foreign = outsider.make_site()
     response = owner.get("/analytics/consent/compare", params={"siteIds": f"{main['id']},{foreign['id']}"})
     assert (response.status_code, response.json()["error"]["code"]) == (403, "SITE_ACCESS_DENIED")
-    assert owner.get("/analytics/consent/compare", params={"siteIds": "no-such-site"}).status_code == 403
+    not_an_id = owner.get("/analytics/consent/compare", params={"siteIds": "no-such-site"})
+    assert (not_an_id.status_code, not_an_id.json()["error"]["code"]) == (400, "INVALID_SITE_ID")
     empty = owner.get("/analytics/consent/compare", params={"siteIds": " , "})
     assert (empty.status_code, empty.json()["error"]["code"]) == (400, "SITE_IDS_EMPTY")
     # The outsider's organisation has only its own site, with no consent.

@@ -873,8 +873,10 @@ def test_private_tracking_needs_a_token_and_the_site_of_your_organisation(client
         assert anonymous.status_code == 401, (path, anonymous.text)
         foreign = outsider.post(path, json=body)
         assert (foreign.status_code, error_code(foreign)) == (403, "SITE_ACCESS_DENIED"), path
-        unknown = outsider.post(path, json={**body, "siteId": "no-such-site"})
-        assert unknown.status_code == 403, path
+        unknown = outsider.post(path, json={**body, "siteId": "11111111-1111-1111-1111-111111111111"})
+        assert (unknown.status_code, error_code(unknown)) == (403, "SITE_ACCESS_DENIED"), path
+        not_an_id = outsider.post(path, json={**body, "siteId": "no-such-site"})
+        assert (not_an_id.status_code, error_code(not_an_id)) == (400, "INVALID_SITE_ID"), path
     app.state.ingest.flush()
     assert query(app, "SELECT count(*) FROM events")[0][0] == 0
     assert query(app, "SELECT count(*) FROM orders")[0][0] == 0

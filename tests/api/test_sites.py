@@ -332,10 +332,11 @@ def test_list_shows_only_the_callers_organisation(owner, outsider):
 
 def test_get_answers_403_for_unknown_and_foreign_sites_alike(owner, outsider):
     theirs = outsider.make_site(name="Secret Shop", domain="secret.example.com")
-    for site_id in (NO_SUCH_SITE, theirs["id"], "not-a-uuid"):
+    for site_id in (NO_SUCH_SITE, theirs["id"], theirs["id"].upper()):
         response = owner.get(f"/sites/{site_id}")
         assert error_of(response) == (403, "SITE_ACCESS_DENIED"), site_id
         assert "Secret Shop" not in response.text and theirs["siteKey"] not in response.text
+    assert error_of(owner.get("/sites/not-a-uuid")) == (400, "INVALID_SITE_ID")
 
 
 # --- update -----------------------------------------------------------------------------------------

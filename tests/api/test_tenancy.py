@@ -55,6 +55,35 @@ def test_unknown_site_ids_answer_403_not_404(app, owner):
         assert response.status_code == 403, f"{method} {template}"
 
 
+def routes_naming_a_site(app) -> list[tuple[str, str]]:
+    """Site-scoped routes whose path parameter is the site itself (not a definition's or query's id)."""
+    return [
+        (method, template)
+        for method, template in site_scoped_routes(app)
+        if "{siteId}" in template or template.startswith("/api/v1/sites/{id}")
+    ]
+
+
+def test_a_site_id_that_is_not_a_uuid_is_a_bad_request_on_every_site_route(app, owner):
+    assert len(routes_naming_a_site(app)) >= 40
+    for method, template in routes_naming_a_site(app):
+        response = owner.request(method, fill(template, "my-shop"), json={})
+        assert response.status_code == 400, f"{method} {template}: {response.status_code}"
+        assert response.json()["error"]["code"] == "INVALID_SITE_ID", f"{method} {template}"
+
+
+def test_a_site_id_in_capitals_names_the_same_site(app, owner):
+    site = owner.make_site(name="Shouting Shop")
+    shouted = site["id"].upper()
+    assert owner.get(f"/sites/{shouted}").json()["id"] == site["id"]
+    for method, template in routes_naming_a_site(app):
+        if method != "GET":
+            continue
+        quiet = owner.get(fill(template, site["id"]))
+        loud = owner.get(fill(template, shouted))
+        assert loud.status_code == quiet.status_code != 403, f"{template}: {loud.status_code} {loud.text}"
+
+
 def test_site_routes_without_a_token_answer_401(app, client, owner):
     site = owner.make_site()
     for method, template in site_scoped_routes(app):
