@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
@@ -76,24 +76,38 @@ def events_page(
 def timeseries(
     engine: Engine, site_id: str, *, start: date, end: date, timezone: str, interval: Bucket, name: str | None
 ) -> list[dict[str, Any]]:
-    """Every bucket from start to end (site time zone), zero buckets included."""
+    """Every bucket from start to end (site time zone), zero buckets included. Days and weeks are named
+    by their local date; hours by their local start with its UTC offset, so a day when summer time
+    starts has 23 and one when it ends 25, the repeated hour told apart by its offset."""
     zone = ZoneInfo(timezone)
     range_start = datetime.combine(start, time.min, zone)
     range_end = datetime.combine(end + timedelta(days=1), time.min, zone)
-    rows = library.run(
-        engine,
-        "events_timeseries",
-        {"site_id": site_id, "start_date": start - timedelta(days=1), "end_date": end + timedelta(days=1),
-         "range_start": range_start, "range_end": range_end, "interval": interval, "timezone": timezone,
-         "name": name},
-    ).to_pylist()  # fmt: skip
+    params = {"site_id": site_id, "start_date": start - timedelta(days=1), "end_date": end + timedelta(days=1),
+              "range_start": range_start, "range_end": range_end, "timezone": timezone, "name": name}  # fmt: skip
+    if interval == "hour":
+        rows = library.run(engine, "events_timeseries_hourly", params).to_pylist()
+    else:
+        rows = library.run(engine, "events_timeseries", {**params, "interval": interval}).to_pylist()
     found = {r["bucket"]: r for r in rows}
-    bucket = datetime.combine(start, time.min)
-    if interval == "week":
-        bucket -= timedelta(days=bucket.weekday())
+    if interval == "hour":
+        # Instants, stepped in UTC: local wall-clock hours repeat or vanish when the offset changes.
+        buckets = _steps(range_start.astimezone(UTC), range_end, STEP["hour"])
+        labels = [(b, b.astimezone(zone).isoformat()) for b in buckets]
+    else:
+        first = datetime.combine(start, time.min)
+        if interval == "week":
+            first -= timedelta(days=first.weekday())
+        labels = [(b, b.isoformat()) for b in _steps(first, range_end.replace(tzinfo=None), STEP[interval])]
+    empty = {"events": 0, "people": 0}
+    return [
+        {"bucket": label, "events": found.get(b, empty)["events"], "people": found.get(b, empty)["people"]}
+        for b, label in labels
+    ]
+
+
+def _steps(first: datetime, end: datetime, step: timedelta) -> list[datetime]:
     out = []
-    while bucket < range_end.replace(tzinfo=None):
-        row = found.get(bucket, {"events": 0, "people": 0})
-        out.append({"bucket": bucket.isoformat(), "events": row["events"], "people": row["people"]})
-        bucket += STEP[interval]
+    while first < end:
+        out.append(first)
+        first += step
     return out

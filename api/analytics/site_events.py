@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
 from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite, Offset, check_range_length, date_range
 from api.errors import BadRequest
+from api.schemas import IsoDate
 from ingest.event_names import CANONICAL_EVENT_NAMES
 from queries.overview import Scope, event_breakdown, overview
 from queries.site_events import Bucket, events_page, site_metrics, timeseries
@@ -71,15 +72,17 @@ def event_types(request: Request, site: AnalyticsSite, days: Days = 30) -> dict[
 def events_timeseries(
     request: Request,
     site: AnalyticsSite,
-    start_date: Annotated[date | None, Query(alias="startDate")] = None,
-    end_date: Annotated[date | None, Query(alias="endDate")] = None,
+    start_date: Annotated[IsoDate | None, Query(alias="startDate")] = None,
+    end_date: Annotated[IsoDate | None, Query(alias="endDate")] = None,
     interval: Annotated[
         Bucket, Query(description="hour, day or week (Monday), in the site's time zone.")
     ] = "day",
     name: Annotated[str | None, Query(description="Only events of this canonical name.")] = None,
 ) -> dict[str, Any]:
     """Events and people per bucket, every bucket of the range included (zeros too). Dates are
-    inclusive, in the site's time zone; the last 30 days by default. A range covers at most ten years
+    inclusive, in the site's time zone; the last 30 days by default. Day and week buckets are named by
+    their local date (`2026-10-25T00:00:00`), hour buckets by their local start with its UTC offset
+    (`2026-10-25T01:00:00+01:00`), so a day when summer time ends has 25 of them and one when it starts 23. A range covers at most ten years
     (400 `DATE_RANGE_TOO_LONG`), an hourly one 31 days (400 `RANGE_TOO_LONG_FOR_INTERVAL`)."""
     start, end = date_range(site, start_date, end_date)
     check_range_length(start, end)

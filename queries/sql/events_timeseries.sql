@@ -1,4 +1,4 @@
--- Events and people per time bucket in the site's time zone.
+-- Events and people per day or week (Monday) of the site's time zone, as local dates.
 SELECT date_trunc($interval, timezone($timezone, ts)) AS bucket, count(*) AS events,
     count(DISTINCT person_id) AS people
 FROM events_people

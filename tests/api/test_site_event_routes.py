@@ -65,8 +65,8 @@ def test_hourly_timeseries_has_every_bucket(owner, site):
     body = owner.get(f"/analytics/sites/{site['id']}/events/timeseries",
                      params={"startDate": site["day"], "endDate": site["day"], "interval": "hour"}).json()  # fmt: skip
     assert len(body["series"]) == 24
-    busy = {point["bucket"][11:13]: point["events"] for point in body["series"] if point["events"]}
-    assert busy == {"10": 2, "11": 1}
+    busy = {point["bucket"]: point["events"] for point in body["series"] if point["events"]}
+    assert busy == {f"{site['day']}T10:00:00+00:00": 2, f"{site['day']}T11:00:00+00:00": 1}
     daily = owner.get(f"/analytics/sites/{site['id']}/events/timeseries",
                       params={"startDate": site["day"], "endDate": site["day"]}).json()  # fmt: skip
     assert daily["series"] == [{"bucket": f"{site['day']}T00:00:00", "events": 3, "people": 2}]
@@ -91,3 +91,53 @@ def test_datalayer_events_are_the_ones_marked_as_such(owner, site):
 def test_site_event_routes_refuse_other_organisations(outsider, site):
     for path in ("", "/metrics", "/events", "/events/types", "/events/timeseries", "/datalayer/events"):
         assert outsider.get(f"/analytics/sites/{site['id']}{path}").status_code == 403
+
+
+def test_hourly_buckets_follow_summer_time(app, owner):
+    london = owner.make_site(timezone="Europe/London")
+    events = [  # the first of each pair at 01:30 local summer time, the second at 01:30 winter time
+        {"name": "page_view", "visitorId": "v1", "sessionId": "s1", "eventId": "a", "timestamp": "2026-10-25T00:30:00Z"},
+        {"name": "page_view", "visitorId": "v2", "sessionId": "s2", "eventId": "b", "timestamp": "2026-10-25T01:30:00Z"},
+        {"name": "page_view", "visitorId": "v1", "sessionId": "s3", "eventId": "c", "timestamp": "2026-03-29T00:30:00Z"},
+        {"name": "page_view", "visitorId": "v1", "sessionId": "s3", "eventId": "d", "timestamp": "2026-03-29T01:30:00Z"},
+    ]  # fmt: skip
+    assert (
+        owner.post("/analytics/track/batch", json={"siteId": london["id"], "events": events}).status_code
+        == 200
+    )
+    app.state.ingest.flush()
+    path = f"/analytics/sites/{london['id']}/events/timeseries"
+
+    autumn = owner.get(path, params={"startDate": "2026-10-25", "endDate": "2026-10-25", "interval": "hour"})
+    series = autumn.json()["series"]
+    assert len(series) == 25
+    assert series[:4] == [
+        {"bucket": "2026-10-25T00:00:00+01:00", "events": 0, "people": 0},
+        {"bucket": "2026-10-25T01:00:00+01:00", "events": 1, "people": 1},
+        {"bucket": "2026-10-25T01:00:00+00:00", "events": 1, "people": 1},
+        {"bucket": "2026-10-25T02:00:00+00:00", "events": 0, "people": 0},
+    ]
+    assert series[-1]["bucket"] == "2026-10-25T23:00:00+00:00"
+
+    spring = owner.get(path, params={"startDate": "2026-03-29", "endDate": "2026-03-29", "interval": "hour"})
+    series = spring.json()["series"]
+    assert len(series) == 23
+    assert series[:3] == [
+        {"bucket": "2026-03-29T00:00:00+00:00", "events": 1, "people": 1},
+        {"bucket": "2026-03-29T02:00:00+01:00", "events": 1, "people": 1},
+        {"bucket": "2026-03-29T03:00:00+01:00", "events": 0, "people": 0},
+    ]
+
+    daily = owner.get(path, params={"startDate": "2026-10-25", "endDate": "2026-10-25"}).json()["series"]
+    assert daily == [{"bucket": "2026-10-25T00:00:00", "events": 2, "people": 2}]
+
+
+def test_hourly_buckets_keep_half_hour_offsets(app, owner):
+    kolkata = owner.make_site(timezone="Asia/Kolkata")
+    event = {"name": "page_view", "visitorId": "v1", "sessionId": "s1", "eventId": "a", "timestamp": "2026-01-05T04:45:00Z"}  # fmt: skip
+    owner.post("/analytics/track/batch", json={"siteId": kolkata["id"], "events": [event]})
+    app.state.ingest.flush()
+    series = owner.get(f"/analytics/sites/{kolkata['id']}/events/timeseries",
+                       params={"startDate": "2026-01-05", "endDate": "2026-01-05", "interval": "hour"}).json()["series"]  # fmt: skip
+    assert len(series) == 24
+    assert [p["bucket"] for p in series if p["events"]] == ["2026-01-05T10:00:00+05:30"]
