@@ -258,9 +258,9 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
     range_start = datetime.combine(query.start_date, time.min, zone)
     range_end = datetime.combine(query.end_date + timedelta(days=1), time.min, zone)
     first_bucket = bucket_start(query.start_date, query.interval)
-    last_needed = add_periods(
-        bucket_start(query.end_date, query.interval), query.period_count + 1, query.interval
-    )
+    # Columns counted: the report's, and at least the comparison snapshot's P0..P6.
+    horizon = max(query.period_count, COMPARISON_PERIODS - 1)
+    last_needed = add_periods(bucket_start(query.end_date, query.interval), horizon + 1, query.interval)
     if query.retention_mode == "on_or_after":
         # "In N or later" looks past the last column too: any later activity counts.
         last_needed = max(last_needed, today)
@@ -283,7 +283,7 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
     ))  # fmt: skip
     params.update(_rolled_params(rolled, query.timezone))
     # one scan per 128 periods of activity (one scan unless the report spans more periods)
-    width = periods + query.period_count
+    width = periods + horizon
     slabs = [
         library.run(engine, "cohort_activity", {**params, "width": width, "slab": slab})
         for slab in range(0, width + 1, SLAB)
@@ -299,16 +299,16 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
                     start_us=params["range_start_us"], end_us=params["range_end_us"])
             for slab, raw in zip(range(0, width + 1, SLAB), slabs, strict=True)
         ]  # fmt: skip
-    counts = cohort_counts(slabs, bounds=bounds, periods=periods, period_count=query.period_count)
+    counts = cohort_counts(slabs, bounds=bounds, periods=periods, period_count=horizon)
     starts = [add_periods(first_bucket, index, query.interval) for index in range(periods)]
 
-    rows, retained_total, eligible_total, active_cells = [], 0, 0, 0
+    rows, snapshot, retained_total, eligible_total, active_cells = [], [], 0, 0, 0
     for index, cohort in enumerate(starts):
         size = int(counts.size[index])
         if not size:
             continue
         cells = []
-        for n in range(query.period_count + 1):
+        for n in range(horizon + 1):
             if add_periods(cohort, n, query.interval) > today:
                 cells.append({"period": f"P{n}", "retainedUsers": None, "retentionRate": None})
                 continue
@@ -321,11 +321,13 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
             cells.append(
                 {"period": f"P{n}", "retainedUsers": retained, "retentionRate": _rate(retained, size)}
             )
-            if n:
+            if 0 < n <= query.period_count:
                 retained_total += retained
                 eligible_total += size
                 active_cells += 1
-        rows.append({"cohort": cohort.isoformat(), "size": size, "periods": cells})
+        rows.append({"cohort": cohort.isoformat(), "size": size, "periods": cells[: query.period_count + 1]})
+        snapshot.append({"cohort": cohort.isoformat(),
+                         "rates": [cell["retentionRate"] for cell in cells[:COMPARISON_PERIODS]]})  # fmt: skip
 
     churn = []
     for index, start in enumerate(starts):
@@ -349,19 +351,7 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
         },
         "retention": {"columns": [f"P{n}" for n in range(query.period_count + 1)], "rows": rows},
         "churn": churn,
-        "comparison": {
-            "columns": [f"P{n}" for n in range(COMPARISON_PERIODS)],
-            "rows": [
-                {
-                    "cohort": row["cohort"],
-                    "rates": [
-                        row["periods"][n]["retentionRate"] if n < len(row["periods"]) else None
-                        for n in range(COMPARISON_PERIODS)
-                    ],
-                }
-                for row in rows
-            ],
-        },  # fmt: skip
+        "comparison": {"columns": [f"P{n}" for n in range(COMPARISON_PERIODS)], "rows": snapshot},
         "diagnostics": _diagnostics(engine, query, range_start, range_end, len(rows)),
     }
 

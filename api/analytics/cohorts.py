@@ -7,7 +7,7 @@ import hashlib
 import io
 import json
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -16,6 +16,7 @@ from fastapi.responses import StreamingResponse
 
 from api.analytics.scope import AnalyticsSite, check_range_length, check_report_dates
 from api.errors import BadRequest
+from api.schemas import IsoDate
 from ingest.event_names import CANONICAL_EVENT_NAMES
 from queries.cohort import CohortQuery, CohortType, Interval, RetentionMode, cohort_report
 from warehouse.lake import EVENTS, ORDERS, Lake
@@ -31,8 +32,10 @@ def cohort_filters(
         CohortType, Query(alias="cohortType", description="signup, first_purchase or first_visit.")
     ],
     interval: Annotated[Interval, Query(alias="intervalType", description="day, week (Monday) or month.")],
-    start_date: Annotated[date, Query(alias="startDate", description="ISO date, inclusive, site time zone.")],
-    end_date: Annotated[date, Query(alias="endDate", description="ISO date, inclusive.")],
+    start_date: Annotated[
+        IsoDate, Query(alias="startDate", description="ISO date, inclusive, site time zone.")
+    ],
+    end_date: Annotated[IsoDate, Query(alias="endDate", description="ISO date, inclusive.")],
     period_count: Annotated[
         int, Query(alias="periodCount", ge=1, le=24, description="Columns P0..P{periodCount}.")
     ],
@@ -67,8 +70,14 @@ def cache_prefix(site_id: str) -> str:
     return f"cohort:{site_id}:"
 
 
+# Part of every cache key: bumped when what a report holds changes (2: the comparison snapshot always
+# reaches P6), so reports cached by an older release miss instead of being served.
+REPORT_VERSION = 2
+
+
 def cache_key(query: CohortQuery) -> str:
-    digest = hashlib.sha256(json.dumps(query.filters(), sort_keys=True).encode()).hexdigest()[:24]
+    filters = {**query.filters(), "reportVersion": REPORT_VERSION}
+    digest = hashlib.sha256(json.dumps(filters, sort_keys=True).encode()).hexdigest()[:24]
     return cache_prefix(query.site_id) + digest
 
 
@@ -108,7 +117,8 @@ def _report(
 def get_cohort_report(request: Request, site: AnalyticsSite, query: Filters) -> dict[str, Any]:
     """Blocks: `meta` (site, filters, generatedAt, cache key and hit/miss), `summary`, `retention`
     (columns P0..Pn; P0 is the cohort size with rate 1; periods not yet started are null), `churn`
-    (per calendar period), `comparison` (P0..P6 rates) and `diagnostics` (`NO_EVENTS_IN_RANGE`,
+    (per calendar period), `comparison` (P0..P6 rates of each cohort whatever `periodCount` is; periods
+    not yet started are null) and `diagnostics` (`NO_EVENTS_IN_RANGE`,
     `NO_COHORT_EVENTS_FOR_TYPE`, else null). People are counted once across devices; a person whose
     first qualifying event is before startDate is in no cohort. Cached per filter set while the
     site's events and orders are unchanged (any flush, import or compaction since makes a miss)."""

@@ -185,3 +185,14 @@ def test_the_scheduled_job_rolls_up_ended_months_in_the_sites_time_zone_and_the_
         ("2024-01-01", [2, 1, 0])
     ]
     assert from_events["retention"]["rows"][0]["periods"][:2] == rows[0]["periods"][:2]
+
+
+def test_reports_cached_by_an_older_release_miss(app, owner, monkeypatch):
+    from api.analytics import cohorts
+
+    site = site_with_journeys(app, owner)
+    url = f"/analytics/cohort/{site['id']}"
+    assert owner.get(url, params=FILTERS).json()["meta"]["cacheStatus"] == "miss"
+    assert owner.get(url, params=FILTERS).json()["meta"]["cacheStatus"] == "hit"
+    monkeypatch.setattr(cohorts, "REPORT_VERSION", cohorts.REPORT_VERSION + 1)
+    assert owner.get(url, params=FILTERS).json()["meta"]["cacheStatus"] == "miss"

@@ -155,3 +155,21 @@ def test_a_person_counts_once_across_devices(lake):
     report = weekly(engine)
     assert grid(report) == {"2024-01-01": [2, 1, 0, 1]}
     assert report["summary"]["totalUsers"] == 2
+
+
+def test_the_comparison_snapshot_is_p0_to_p6_whatever_the_period_count(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ann": [visit("2024-01-01"), visit("2024-01-29"), visit("2024-02-12")],  # back in weeks 4 and 6
+        "bob": [visit("2024-01-02"), visit("2024-01-08")],  # back in week 1
+    })  # fmt: skip
+    report = weekly(engine, end="2024-01-07", periods=1)
+    assert report["retention"]["columns"] == ["P0", "P1"]
+    assert grid(report) == {"2024-01-01": [2, 1]}
+    assert report["comparison"] == {
+        "columns": ["P0", "P1", "P2", "P3", "P4", "P5", "P6"],
+        "rows": [{"cohort": "2024-01-01", "rates": [1.0, 0.5, 0.0, 0.0, 0.5, 0.0, 0.5]}],
+    }
+    assert report["summary"]["activePeriodCount"] == 1  # the report's own columns only
+    early = weekly(engine, end="2024-01-07", periods=1, now=datetime(2024, 1, 20, tzinfo=UTC))
+    assert early["comparison"]["rows"][0]["rates"] == [1.0, 0.5, 0.0, None, None, None, None]

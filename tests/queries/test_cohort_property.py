@@ -18,7 +18,7 @@ START, END, PERIODS = date(2024, 1, 1), date(2024, 1, 21), 3
 NOW = datetime(2024, 6, 1, tzinfo=UTC)
 
 
-def reference(people: dict[str, list[date]], mode: str) -> dict[str, list[int]]:
+def reference(people: dict[str, list[date]], mode: str, periods: int = PERIODS) -> dict[str, list[int]]:
     """first_visit, weekly: cohort = Monday of the first event; active in N = an event in week N."""
     grid: dict[date, list[int]] = {}
     members = defaultdict(list)
@@ -31,7 +31,7 @@ def reference(people: dict[str, list[date]], mode: str) -> dict[str, list[int]]:
         members[cohort].append(weeks)
     for cohort, all_weeks in members.items():
         row = []
-        for n in range(PERIODS + 1):
+        for n in range(periods + 1):
             if n == 0:
                 row.append(len(all_weeks))
             elif mode == "on":
@@ -65,6 +65,11 @@ def test_cohort_grid_matches_the_reference(tmp_path_factory, people, mode):
             row["cohort"]: [c["retainedUsers"] for c in row["periods"]] for row in report["retention"]["rows"]
         }
         assert got == reference(people, mode)
+        # The comparison snapshot is P0..P6 whatever periodCount is (NOW is long after every period).
+        snapshot = {row["cohort"]: row["rates"] for row in report["comparison"]["rows"]}
+        assert snapshot == {
+            cohort: [round(n / row[0], 6) for n in row] for cohort, row in reference(people, mode, 6).items()
+        }
         assert report["summary"]["totalUsers"] == sum(row[0] for row in got.values())
         assert add_periods(START, 1, "week") == START + timedelta(weeks=1)
     finally:
