@@ -77,7 +77,9 @@ def funnel_filters(
         Order,
         Query(
             description="sequential: each step after the previous, other events may come between; "
-            "strict: no other event of the person between steps; any: steps after step 1 in any order."
+            "strict: no other event of the person between steps; any: the steps after step 1 in any "
+            "order, so step n counts the people who did step 1 and any n - 1 of the others (a step's "
+            "name is then a position: not all of them did that event)."
         ),
     ] = "sequential",  # fmt: skip
 ) -> FunnelQuery:
@@ -210,7 +212,9 @@ def export_funnel_step(
     order: columns `personId` (the linked user when the visitor was ever identified, else the
     visitor) and `reachedAt` (ISO 8601, UTC) from their first most complete conversion. When the
     name appears more than once in `steps`, `stepIndex` chooses the step, the first occurrence by
-    default. A name that is not one of the steps answers 400 `STEP_NOT_IN_FUNNEL`."""
+    default. In `any` order, step n's people are those who did step 1 and any n - 1 of the others,
+    as the report counts them, and `reachedAt` is when the last of those happened. A name that is
+    not one of the steps answers 400 `STEP_NOT_IN_FUNNEL`."""
     step = step_position(query.steps, event_name, step_index)
     people = people_at_step(request.app.state.engine, query, step=step)
     rows = ({"personId": person, "reachedAt": _iso_utc(at)} for person, at in people)
