@@ -398,7 +398,8 @@ def funnel_progress(engine: Engine, query: FunnelQuery) -> Iterator[tuple[str, l
 def people_at_step(engine: Engine, query: FunnelQuery, *, step: int) -> Iterator[tuple[str, datetime]]:
     """The people who reached step number ``step`` (0-based) of the funnel, with the UTC time they
     reached it on their first most complete conversion: the people counted at that step of the
-    report, in person-id order."""
+    report, in person-id order. In any order that is step 1 and any ``step`` of the other steps,
+    whichever they are, reached when the last of them happened."""
     for person_id, times in funnel_progress(engine, query):
         if len(times) > step:
             yield person_id, EPOCH + timedelta(microseconds=times[step])

@@ -80,7 +80,9 @@ def funnel_filters(
         Order,
         Query(
             description="sequential: each step after the previous, other events may come between; "
-            "strict: no other event of the person between steps; any: steps after step 1 in any order."
+            "strict: no other event of the person between steps; any: the steps after step 1 in any "
+            "order, so step n counts the people who did step 1 and any n - 1 of the others (a step's "
+            "name is then a position: not all of them did that event)."
         ),
     ] = "sequential",  # fmt: skip
 ) -> FunnelQuery:
@@ -197,23 +199,53 @@ def export_funnel_step(
     query: FunnelFilters,
     event_name: Annotated[str, Path(alias="eventName", description="One of the funnel's steps.")],
     format: ExportFormat,
+    step_index: Annotated[
+        int | None,
+        Query(
+            alias="stepIndex",
+            ge=0,
+            description="Which step, when `eventName` appears more than once in `steps`: its 0-based "
+            "position in `steps` (the row of the report's `steps`), e.g. 2 for the second `page_view` of "
+            "`page_view,product_view,page_view`. It must be a position of `eventName`, else 400 "
+            "`STEP_INDEX_NOT_EVENT`. Omitted: the first `eventName` step.",
+        ),
+    ] = None,
 ) -> StreamingResponse:
     """The people who reached the step (the ones the report counts there), streamed in person-id
     order: columns `personId` (the linked user when the visitor was ever identified, else the
     visitor) and `reachedAt` (ISO 8601, UTC) from their first most complete conversion. When the
-    name appears more than once in `steps`, its first occurrence is the step. A name that is not one
-    of the steps answers 400 `STEP_NOT_IN_FUNNEL`."""
-    if event_name not in query.steps:
-        raise BadRequest(
-            f"'{event_name}' is not a step of this funnel; use one of: {', '.join(query.steps)}",
-            code="STEP_NOT_IN_FUNNEL",
-            details={"steps": list(query.steps)},
-        )
-    people = people_at_step(request.app.state.engine, query, step=query.steps.index(event_name))
+    name appears more than once in `steps`, `stepIndex` chooses the step, the first occurrence by
+    default. In `any` order, step n's people are those who did step 1 and any n - 1 of the others,
+    as the report counts them, and `reachedAt` is when the last of those happened. A name that is
+    not one of the steps answers 400 `STEP_NOT_IN_FUNNEL`."""
+    step = step_position(query.steps, event_name, step_index)
+    people = people_at_step(request.app.state.engine, query, step=step)
     rows = ({"personId": person, "reachedAt": _iso_utc(at)} for person, at in people)
     return _stream(
         rows, columns=PERSON_COLUMNS, format=format, name=_export_name(f"funnel-{event_name}", query)
     )
+
+
+def step_position(steps: tuple[str, ...], event_name: str, step_index: int | None) -> int:
+    """The 0-based step an export names: ``step_index`` when given (it must be an ``event_name``
+    step), else the first ``event_name`` step."""
+    positions = [k for k, name in enumerate(steps) if name == event_name]
+    if not positions:
+        raise BadRequest(
+            f"'{event_name}' is not a step of this funnel; use one of: {', '.join(steps)}",
+            code="STEP_NOT_IN_FUNNEL",
+            details={"steps": list(steps)},
+        )
+    if step_index is None:
+        return positions[0]
+    if step_index not in positions:
+        raise BadRequest(
+            f"stepIndex {step_index} is not a '{event_name}' step of this funnel; "
+            f"'{event_name}' is at stepIndex {', '.join(map(str, positions))}",
+            code="STEP_INDEX_NOT_EVENT",
+            details={"stepIndexes": positions},
+        )
+    return step_index
 
 
 def _iso_utc(at: datetime) -> str:

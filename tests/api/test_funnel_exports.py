@@ -161,6 +161,65 @@ def test_a_repeated_step_name_exports_its_first_occurrence(app, owner):
     assert [row["personId"] for row in response.json()] == ["ann", "bob", ODD]
 
 
+def test_step_index_chooses_a_repeated_steps_later_occurrence(app, owner):
+    site = owner.make_site(timezone="UTC")
+    events = [
+        event("page_view", "ann", "10:00:00"),
+        event("product_view", "ann", "10:01:00"),
+        event("page_view", "ann", "10:02:00"),
+        event("page_view", "bob", "11:00:00"),
+        event("product_view", "bob", "11:01:00"),
+        event("page_view", "cat", "12:00:00"),
+    ]
+    response = owner.post("/analytics/track/batch", json={"siteId": site["id"], "events": events})
+    assert response.status_code == 200, response.text
+    app.state.ingest.flush()
+    params = {"steps": "page_view,product_view,page_view", **DAY, "format": "json"}
+    report = owner.get(f"/analytics/funnels/{site['id']}", params=params).json()
+    assert [s["count"] for s in report["steps"]] == [3, 2, 1]
+
+    url = f"/analytics/funnels/{site['id']}/steps/page_view/export"
+    again = owner.get(url, params={**params, "stepIndex": 2})
+    assert again.status_code == 200, again.text
+    assert again.json() == [{"personId": "ann", "reachedAt": "2024-03-05T10:02:00Z"}]
+    first = [
+        {"personId": "ann", "reachedAt": "2024-03-05T10:00:00Z"},
+        {"personId": "bob", "reachedAt": "2024-03-05T11:00:00Z"},
+        {"personId": "cat", "reachedAt": "2024-03-05T12:00:00Z"},
+    ]
+    assert owner.get(url, params={**params, "stepIndex": 0}).json() == first
+    assert owner.get(url, params=params).json() == first
+
+
+def test_a_step_index_of_another_event_answers_400(owner):
+    site = owner.make_site()
+    url = f"/analytics/funnels/{site['id']}/steps/page_view/export"
+    params = {"steps": "page_view,product_view,page_view", "format": "json"}
+    for index in (1, 3, 20):
+        response = owner.get(url, params={**params, "stepIndex": index})
+        assert response.status_code == 400, (index, response.text)
+        error = response.json()["error"]
+        assert error["code"] == "STEP_INDEX_NOT_EVENT"
+        assert error["details"] == {"stepIndexes": [0, 2]}
+    for bad in (-1, "two"):
+        response = owner.get(url, params={**params, "stepIndex": bad})
+        assert response.status_code == 400
+        assert response.json()["error"]["code"] == "VALIDATION_FAILED"
+    # The name is checked first: a step that is not in the funnel says so, whatever the index.
+    response = owner.get(
+        f"/analytics/funnels/{site['id']}/steps/purchase/export", params={**params, "stepIndex": 0}
+    )
+    assert response.json()["error"]["code"] == "STEP_NOT_IN_FUNNEL"
+
+
+def test_step_index_is_documented_as_an_optional_query_parameter(app):
+    operation = app.openapi()["paths"]["/api/v1/analytics/funnels/{siteId}/steps/{eventName}/export"]["get"]
+    [parameter] = [p for p in operation["parameters"] if p["name"] == "stepIndex"]
+    assert parameter["in"] == "query"
+    assert parameter["required"] is False
+    assert "STEP_INDEX_NOT_EVENT" in parameter["description"]
+
+
 # --- failures --------------------------------------------------------------------------------------
 
 
