@@ -221,9 +221,9 @@ def export_funnel_step(
     step = step_position(query.steps, event_name, step_index)
     people = people_at_step(request.app.state.engine, query, step=step)
     rows = ({"personId": person, "reachedAt": _iso_utc(at)} for person, at in people)
-    return _stream(
-        rows, columns=PERSON_COLUMNS, format=format, name=_export_name(f"funnel-{event_name}", query)
-    )
+    # a later occurrence of a repeated step gets a file name of its own
+    named = f"funnel-{event_name}" if step == query.steps.index(event_name) else f"funnel-{event_name}-{step}"
+    return _stream(rows, columns=PERSON_COLUMNS, format=format, name=_export_name(named, query))
 
 
 def step_position(steps: tuple[str, ...], event_name: str, step_index: int | None) -> int:

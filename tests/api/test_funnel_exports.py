@@ -182,6 +182,7 @@ def test_step_index_chooses_a_repeated_steps_later_occurrence(app, owner):
     again = owner.get(url, params={**params, "stepIndex": 2})
     assert again.status_code == 200, again.text
     assert again.json() == [{"personId": "ann", "reachedAt": "2024-03-05T10:02:00Z"}]
+    assert 'filename="funnel-page_view-2-' in again.headers["content-disposition"]
     first = [
         {"personId": "ann", "reachedAt": "2024-03-05T10:00:00Z"},
         {"personId": "bob", "reachedAt": "2024-03-05T11:00:00Z"},
@@ -189,6 +190,10 @@ def test_step_index_chooses_a_repeated_steps_later_occurrence(app, owner):
     ]
     assert owner.get(url, params={**params, "stepIndex": 0}).json() == first
     assert owner.get(url, params=params).json() == first
+    assert (
+        'filename="funnel-page_view-' + site["id"]
+        in owner.get(url, params=params).headers["content-disposition"]
+    )
 
 
 def test_a_step_index_of_another_event_answers_400(owner):
