@@ -25,7 +25,7 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
-from queries.adhoc_sql_guard import VIEWS, GuardedQuery, SqlError, SqlTimeout, guard, locate
+from queries.adhoc_sql_guard import VIEWS, GuardedQuery, SqlError, SqlTimeout, guard, locate, parse_sql
 from queries.adhoc_sql_process import Job, Limits, memory_error, pool_for
 from warehouse.lake import CONSENTS, EVENTS, ORDERS, Lake, LakeTable
 
@@ -252,7 +252,7 @@ def _user_error(error: duckdb.Error, query: GuardedQuery) -> SqlError:
     name = _quoted_name(message)
     if name:
         try:
-            position = locate(sqlglot.parse_one(query.source, read=query.dialect), name, query.source)
+            position = locate(parse_sql(query.source, dialect=query.dialect)[0], name, query.source)
         except sqlglot.errors.SqlglotError:
             position = None
         if position:

@@ -16,8 +16,10 @@ from typing import Any
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialects
+from sqlglot.dialects.dialect import Dialect, Dialects
+from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
+from sqlglot.tokenizer_core import TokenizerCore
 
 
 class _NoCommandFallbackWarning(logging.Filter):
@@ -239,9 +241,42 @@ def _dialect(name: str | None) -> str:
     return dialect
 
 
+# DuckDB opens a dollar-quoted string only with `$tag$` where the tag is empty or a name, as PostgreSQL
+# does. sqlglot takes everything up to the next `$` as a tag, so `x=$a` at the end of a query read
+# fine but `$a=$b`, `$a+$b` or `[$a,$b]` failed to tokenize (`a=` is no tag). Any other `$` is the
+# sign of a parameter, here as in DuckDB.
+_DOLLAR_QUOTE = re.compile(r"\$(?:[A-Za-z_\u0080-\U0010ffff][A-Za-z0-9_\u0080-\U0010ffff]*)?\$")
+
+
+class _DuckDBTokenizerCore(TokenizerCore):
+    __slots__ = ()
+
+    def _scan_string(self, start: str) -> bool:
+        if start == "$" and not _DOLLAR_QUOTE.match(self.sql, self._start):
+            return False  # then `$` is read as a parameter's sign
+        return super()._scan_string(start)
+
+
+class _DuckDBTokenizer(DuckDB.Tokenizer):
+    def _init_core(self) -> TokenizerCore:
+        core = super()._init_core()
+        # The core takes some thirty settings from the tokenizer; only the class changes.
+        core.__class__ = _DuckDBTokenizerCore
+        return core
+
+
+def parse_sql(sql: str, *, dialect: str) -> list[exp.Expression]:
+    """The statements of ``sql`` read in ``dialect``, DuckDB's `$name` parameters read as DuckDB does."""
+    if dialect != "duckdb":
+        return [t for t in sqlglot.parse(sql, read=dialect) if t is not None]
+    duckdb = Dialect.get_or_raise("duckdb")
+    tokens = _DuckDBTokenizer(dialect=duckdb).tokenize(sql)
+    return [t for t in duckdb.parser().parse(tokens, sql) if t is not None]
+
+
 def _parse(sql: str, *, dialect: str) -> list[exp.Expression]:
     try:
-        return [t for t in sqlglot.parse(sql, read=dialect) if t is not None]
+        return parse_sql(sql, dialect=dialect)
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
         near = first.get("highlight") or ""

@@ -520,6 +520,14 @@ def test_parameters_are_bound_not_formatted(shop):
     assert unknown.value.code == "SQL_PARAMETER_UNKNOWN"
 
 
+def test_parameters_need_no_spaces_around_them(shop):
+    # `$t$...$t$` is a string only when its tag is a name closed by `$`: `$a=$b` is two parameters.
+    assert rows(shop, "SELECT count(*) FROM events WHERE visitor_id=$v", parameters={"v": "bob"}) == [(2,)]
+    assert rows(shop, "SELECT $a=$b AS same, $a+$b AS total, [$a,$b] AS both, '$a=$b' AS text, $t$x=$y$t$ AS quoted",
+                parameters={"a": 1, "b": 2}) == [(False, 3, [1, 2], "$a=$b", "x=$y")]  # fmt: skip
+    assert guard("SELECT $a=$b, $$c$d$$").parameters == ("a", "b")
+
+
 def test_errors_in_the_users_sql_carry_the_message_and_position(shop):
     with pytest.raises(SqlError) as syntax:
         run_sql(shop, "SELECT name,\nFROM events WHERE", site_id=SITE)
