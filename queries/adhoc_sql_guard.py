@@ -19,7 +19,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect, Dialects
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
-from sqlglot.tokenizer_core import TokenizerCore
+from sqlglot.tokenizer_core import Token, TokenizerCore
 
 
 class _NoCommandFallbackWarning(logging.Filter):
@@ -265,13 +265,16 @@ class _DuckDBTokenizer(DuckDB.Tokenizer):
         return core
 
 
+def _tokens(sql: str, *, dialect: str) -> list[Token]:
+    reader = Dialect.get_or_raise(dialect)
+    tokenizer = _DuckDBTokenizer(dialect=reader) if dialect == "duckdb" else reader.tokenizer()
+    return tokenizer.tokenize(sql)
+
+
 def parse_sql(sql: str, *, dialect: str) -> list[exp.Expression]:
     """The statements of ``sql`` read in ``dialect``, DuckDB's `$name` parameters read as DuckDB does."""
-    if dialect != "duckdb":
-        return [t for t in sqlglot.parse(sql, read=dialect) if t is not None]
-    duckdb = Dialect.get_or_raise("duckdb")
-    tokens = _DuckDBTokenizer(dialect=duckdb).tokenize(sql)
-    return [t for t in duckdb.parser().parse(tokens, sql) if t is not None]
+    parser = Dialect.get_or_raise(dialect).parser()
+    return [t for t in parser.parse(_tokens(sql, dialect=dialect), sql) if t is not None]
 
 
 def _parse(sql: str, *, dialect: str) -> list[exp.Expression]:
@@ -297,7 +300,7 @@ def _parse(sql: str, *, dialect: str) -> list[exp.Expression]:
         ) from None
 
 
-def _single_statement(statements: list[exp.Expression], source: str) -> exp.Expression:
+def _single_statement(statements: list[exp.Expression], source: str, *, dialect: str) -> exp.Expression:
     if not statements:
         raise SqlError("SQL_EMPTY", "The query is empty; send one SELECT statement")
     if len(statements) > 1:
@@ -308,13 +311,28 @@ def _single_statement(statements: list[exp.Expression], source: str) -> exp.Expr
         )
     tree = statements[0]
     if not isinstance(tree, _ROOTS):
-        kind = _statement_kind(tree)
-        raise _refuse(
+        kind, position = _statement_written(tree, source, dialect=dialect)
+        error = _refuse(
             "SQL_STATEMENT_NOT_ALLOWED",
             f"{kind} statements are not allowed; only read-only queries ({_STATEMENTS})",
             refused=kind, kind="statement", node=tree, source=source,
         )  # fmt: skip
+        if position:
+            error.details["position"] = position
+        raise error
     return tree
+
+
+def _statement_written(
+    tree: exp.Expression, source: str, *, dialect: str
+) -> tuple[str, dict[str, int] | None]:
+    """The keyword a refused statement starts with, and where. sqlglot reads statements it does not know
+    as something else (CHECKPOINT as a column, DEALLOCATE x as an alias), so its node names them wrongly;
+    after a WITH clause the keyword says nothing, and the node's kind is used."""
+    first = next(iter(_tokens(source, dialect=dialect)), None)
+    if first is not None and re.fullmatch(r"[A-Za-z_]+", first.text) and first.text.upper() != "WITH":
+        return first.text.upper(), position_at(source, first.start)
+    return _statement_kind(tree), None
 
 
 def _statement_kind(node: exp.Expression) -> str:
@@ -426,7 +444,7 @@ def guard(sql: str, *, dialect: str | None = None) -> GuardedQuery:
 
 def _guard(sql: str, *, dialect: str | None = None) -> GuardedQuery:
     dialect = _dialect(dialect)
-    original = _single_statement(_parse(sql, dialect=dialect), sql)
+    original = _single_statement(_parse(sql, dialect=dialect), sql, dialect=dialect)
     if isinstance(original, exp.Select) and original.args.get("into"):
         raise _refuse(
             "SQL_STATEMENT_NOT_ALLOWED", "SELECT ... INTO creates a table and is not allowed",
@@ -442,7 +460,7 @@ def _guard(sql: str, *, dialect: str | None = None) -> GuardedQuery:
             f"This query cannot be translated from {dialect} to DuckDB: {error}",
             {"dialect": dialect},
         ) from None
-    tree = _single_statement(_parse(duckdb_sql, dialect="duckdb"), duckdb_sql)
+    tree = _single_statement(_parse(duckdb_sql, dialect="duckdb"), duckdb_sql, dialect="duckdb")
     try:
         _check_tree(tree, duckdb_sql)
     except SqlError as error:

@@ -146,6 +146,7 @@ def test_refusals_are_400_and_name_what_was_refused(app, owner):
         ("SELECT * FROM information_schema.tables", "SQL_TABLE_NOT_ALLOWED", "information_schema.tables"),
         ("ATTACH ':memory:' AS x", "SQL_STATEMENT_NOT_ALLOWED", "ATTACH"),
         ("DELETE FROM events", "SQL_STATEMENT_NOT_ALLOWED", "DELETE"),
+        ("CHECKPOINT", "SQL_STATEMENT_NOT_ALLOWED", "CHECKPOINT"),
     ]
     for query, code, refused in cases:
         error = assert_error(owner.post(SQL, json={"siteId": site["id"], "query": query}), 400, code)

@@ -248,6 +248,23 @@ def test_refusals_name_what_was_refused_and_where(shop):
     assert refused.value.details["duckdbSql"] == "SELECT CURRENT_SETTING('x') FROM events"
 
 
+def test_a_refused_statement_is_named_by_the_keyword_it_starts_with():
+    # sqlglot reads statements it does not know as something else: CHECKPOINT as a column, DEALLOCATE x
+    # as an alias, TRUNCATE as "TruncateTable".
+    cases = {
+        "CHECKPOINT": ("CHECKPOINT", {"line": 1, "column": 1}),
+        "DEALLOCATE prepared": ("DEALLOCATE", {"line": 1, "column": 1}),
+        "-- tidy up\n  truncate events": ("TRUNCATE", {"line": 2, "column": 3}),
+        "UNPIVOT events ON name INTO NAME k VALUE v": ("UNPIVOT", {"line": 1, "column": 1}),
+    }
+    for query, (keyword, position) in cases.items():
+        with pytest.raises(SqlError) as refused:
+            guard(query)
+        assert refused.value.code == "SQL_STATEMENT_NOT_ALLOWED"
+        assert refused.value.details == {"refused": keyword, "kind": "statement", "position": position}
+        assert refused.value.message.startswith(f"{keyword} statements are not allowed;")
+
+
 def test_other_sites_rows_are_not_visible_whatever_the_query_says(shop):
     assert rows(shop, "SELECT count(*) FROM events") == [(8,)]
     assert rows(shop, "SELECT count(*) FROM orders") == [(3,)]
