@@ -145,6 +145,21 @@ _STATEMENT_NODES = tuple(
 )
 # The only functions that may stand as a table: RANGE / GENERATE_SERIES and UNNEST.
 _TABLE_FUNCTIONS = (exp.GenerateSeries, exp.Unnest, exp.Explode)
+# DuckDB binds a bare name that no column answers to as one of these functions (`SELECT user`, even
+# quoted as "current_schema"), whatever sqlglot reads it as: each counts as the function it calls.
+_NAMES_CALLING_FUNCTIONS = {
+    "current_catalog": "current_catalog",
+    "current_date": "current_date",
+    "current_role": "current_role",
+    "current_schema": "current_schema",
+    "current_time": "get_current_time",
+    "current_timestamp": "get_current_timestamp",
+    "current_user": "current_user",
+    "localtime": "current_localtime",
+    "localtimestamp": "current_localtimestamp",
+    "session_user": "session_user",
+    "user": "user",
+}
 _ROOTS = (exp.Select, exp.SetOperation, exp.Values, exp.Subquery)
 
 
@@ -394,8 +409,42 @@ def _check_tree(tree: exp.Expression, source: str) -> None:
                     f"Function '{name}' is not allowed; docs/sql.md lists the functions you can use",
                     refused=name, kind="function", node=node, source=source,
                 )  # fmt: skip
+        elif isinstance(node, exp.Column):
+            _check_bare_name(node, source)
         elif isinstance(node, (exp.Placeholder, exp.Parameter)):
             _parameter_name(node)
+
+
+def _check_bare_name(column: exp.Column, source: str) -> None:
+    """Refuse a bare name DuckDB may call a function for, unless that function is allowed. Which column
+    a name finds is DuckDB's to decide, so any such name is refused, not only one no column answers to;
+    qualified (`t."user"`) it always names a column."""
+    name = column.name.lower()
+    function = _NAMES_CALLING_FUNCTIONS.get(name)
+    if function is None or function in ALLOWED_FUNCTIONS or column.table or _is_a_variable(column):
+        return
+    raise _refuse(
+        "SQL_FUNCTION_NOT_ALLOWED",
+        f"Function '{name}' is not allowed (DuckDB reads a bare {name} as a call of {function}); docs/sql.md "
+        f'lists the functions you can use. For a column of that name, qualify it with its table: t."{name}"',
+        refused=name, kind="function", node=column, source=source,
+    )  # fmt: skip
+
+
+def _is_a_variable(column: exp.Column) -> bool:
+    """Whether the name is the variable of an enclosing list comprehension or lambda there."""
+    name = column.name.lower()
+    parent = column.parent
+    while parent is not None:
+        variables: list[exp.Expression] = []
+        if isinstance(parent, exp.Lambda):
+            variables = parent.expressions
+        elif isinstance(parent, exp.Comprehension) and parent.args.get("expression"):
+            variables = list(parent.args["expression"].find_all(exp.Identifier))
+        if any(v.name.lower() == name for v in variables):
+            return True
+        parent = parent.parent
+    return False
 
 
 def _check_table(table: exp.Table, source: str) -> None:

@@ -198,6 +198,11 @@ HOSTILE: list[tuple[str, str, str]] = [
     ("duckdb", "SELECT current_database(), current_schema()", "SQL_FUNCTION_NOT_ALLOWED"),
     ("duckdb", "SELECT which_secret('s3://bucket/x', 's3')", "SQL_FUNCTION_NOT_ALLOWED"),
     ("duckdb", "SELECT nextval('seq')", "SQL_FUNCTION_NOT_ALLOWED"),
+    # bare names DuckDB calls a function for when no column has them
+    ("duckdb", "SELECT user", "SQL_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT current_role", "SQL_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", 'SELECT "current_schema"', "SQL_FUNCTION_NOT_ALLOWED"),
+    ("postgres", "SELECT user", "SQL_FUNCTION_NOT_ALLOWED"),
     ("duckdb", "SELECT ?", "SQL_PARAMETER_UNNAMED"),
     ("duckdb", "SELECT $1", "SQL_PARAMETER_UNNAMED"),
     # hidden in subqueries, lambdas, set operations and other statements
@@ -263,6 +268,24 @@ def test_a_refused_statement_is_named_by_the_keyword_it_starts_with():
         assert refused.value.code == "SQL_STATEMENT_NOT_ALLOWED"
         assert refused.value.details == {"refused": keyword, "kind": "statement", "position": position}
         assert refused.value.message.startswith(f"{keyword} statements are not allowed;")
+
+
+def test_bare_names_duckdb_calls_functions_for_count_as_those_functions(shop):
+    with pytest.raises(SqlError) as refused:
+        guard("SELECT name,\n  current_role FROM events")
+    assert refused.value.code == "SQL_FUNCTION_NOT_ALLOWED"
+    assert refused.value.details == {
+        "refused": "current_role",
+        "kind": "function",
+        "position": {"line": 2, "column": 3},
+    }
+    assert 't."current_role"' in refused.value.message
+    # The allowed ones run; qualified, or as a comprehension's or a lambda's variable, the name is no call.
+    query = (
+        "SELECT \"current_date\" = current_date AS today, [user FOR user IN ['a']] AS listed, "
+        'list_transform([1], lambda user: user + 1) AS mapped, t."user" FROM (SELECT \'u\' AS "user") AS t'
+    )
+    assert rows(shop, query) == [(True, ["a"], [2], "u")]
 
 
 def test_other_sites_rows_are_not_visible_whatever_the_query_says(shop):
