@@ -88,11 +88,12 @@ ALLOWED_FUNCTIONS = _words(
     """
 )
 
-# Syntax that sqlglot models as functions (casts, CASE, EXTRACT, arrays, structs, JSON arrows, lambdas).
+# Syntax that sqlglot models as functions (casts, CASE, EXTRACT, arrays, structs, maps, JSON arrows,
+# lambdas).
 _ALLOWED_SYNTAX = (
     "CAST(a AS INT)", "TRY_CAST(a AS INT)", "a::DATE", "CASE WHEN a THEN 1 ELSE 2 END",
-    "CASE a WHEN 1 THEN 2 END", "EXTRACT(year FROM a)", "[1, 2]", "{'a': 1}", "a -> '$.b'", "a ->> '$.b'",
-    "a[1]", "a[1:2]", "a IN (1, 2)", "a BETWEEN 1 AND 2", "a LIKE 'b'", "a ILIKE 'b'", "a SIMILAR TO 'b'",
+    "CASE a WHEN 1 THEN 2 END", "EXTRACT(year FROM a)", "[1, 2]", "{'a': 1}", "MAP {'a': 1}", "a -> '$.b'",
+    "a ->> '$.b'", "a[1]", "a[1:2]", "a IN (1, 2)", "a BETWEEN 1 AND 2", "a LIKE 'b'", "a ILIKE 'b'", "a SIMILAR TO 'b'",
     "a IS DISTINCT FROM b", "a AT TIME ZONE 'UTC'", "INTERVAL 1 DAY", "COUNT(*)", "COUNT(DISTINCT a)",
     "EXISTS (SELECT 1)", "a AND b", "a OR b", "NOT a", "a COLLATE NOCASE", "a && b", "a @> b", "a <@ b",
     "a || b", "a // b", "a % b", "a ^ b", "a ** b", "a ~ 'b'",

@@ -665,6 +665,14 @@ def test_formats_keep_repeated_names_nulls_and_nested_values(shop):
     assert table.to_pylist() == [{"a": 1, "a_2": 2, "n": None, "l": [1, 2], "s": {"k": Decimal("1.50")}}]
 
 
+def test_map_literals_run_and_come_as_key_value_pairs(shop):
+    from queries.adhoc_sql_formats import json_body
+
+    result = run_sql(shop, "SELECT MAP {'a': 1, 'b': 2} AS m, (MAP {'a': 1})['a'] AS v", site_id=SITE)
+    assert result.columns == [("m", "MAP(VARCHAR, INTEGER)"), ("v", "INTEGER")]
+    assert json.loads(json_body(result))["rows"] == [[[["a", 1], ["b", 2]], 1]]
+
+
 def test_values_no_writer_carries_as_they_are_come_as_duckdb_text_in_every_format(shop):
     from queries.adhoc_sql_formats import csv_chunks, json_body, parquet_chunks
 
