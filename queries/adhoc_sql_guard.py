@@ -284,7 +284,13 @@ class _DuckDBTokenizer(DuckDB.Tokenizer):
 def _tokens(sql: str, *, dialect: str) -> list[Token]:
     reader = Dialect.get_or_raise(dialect)
     tokenizer = _DuckDBTokenizer(dialect=reader) if dialect == "duckdb" else reader.tokenizer()
-    return tokenizer.tokenize(sql)
+    try:
+        return tokenizer.tokenize(sql)
+    except TokenError as error:
+        # The error says only which text was being read; where the token it failed on starts (the
+        # opening quote of a string never closed) is in the tokenizer's state.
+        error.start_offset = getattr(getattr(tokenizer, "_core", None), "_start", None)  # type: ignore[attr-defined]
+        raise
 
 
 def parse_sql(sql: str, *, dialect: str) -> list[exp.Expression]:
@@ -297,23 +303,83 @@ def _parse(sql: str, *, dialect: str) -> list[exp.Expression]:
     try:
         return parse_sql(sql, dialect=dialect)
     except ParseError as error:
-        first = error.errors[0] if error.errors else {}
-        near = first.get("highlight") or ""
-        message = f"Syntax error: {first.get('description') or str(error).splitlines()[0]}"
-        details: dict[str, Any] = {"dialect": dialect}
-        if first.get("line"):
-            details["position"] = {"line": first["line"], "column": first.get("col", 1)}
-            message += f" at line {first['line']}, column {first.get('col', 1)}"
-        if near:
-            details["near"] = near
-            message += f" (near '{near}')"
-        raise SqlError("SQL_SYNTAX_ERROR", message, details) from None
+        raise _syntax_error(error, sql, dialect=dialect) from None
     except TokenError as error:
-        raise SqlError(
-            "SQL_SYNTAX_ERROR",
-            f"Syntax error: {error} (an unterminated string or quoted name?)",
-            {"dialect": dialect},
-        ) from None
+        raise _unreadable(error, sql, dialect=dialect) from None
+
+
+def _syntax_error(error: ParseError, sql: str, *, dialect: str) -> SqlError:
+    """SQL_SYNTAX_ERROR in words: the token the parser stopped at and where it starts, and what was
+    expected when sqlglot says so in words."""
+    first = error.errors[0] if error.errors else {}
+    near = first.get("highlight") or ""
+    description = first.get("description") or ""
+    details: dict[str, Any] = {"dialect": dialect}
+    position = _token_start(sql, line=first.get("line"), column=first.get("col"), text=near)
+    if position:
+        details["position"] = position
+    if near:
+        details["near"] = near
+    where = f" at line {position['line']}, column {position['column']}" if position else ""
+    # At the last token sqlglot may have wanted more after it or found it out of place; it does not say.
+    at_the_end = not (first.get("end_context") or "").strip() and not description.startswith(
+        "Invalid expression"
+    )
+    if near and at_the_end:
+        message = f"Syntax error near '{near}'{where}, where the query ends"
+    elif near:
+        message = f"Syntax error: unexpected '{near}'{where}"
+    else:
+        message = f"Syntax error{where}"
+    expected = _expected(description)
+    return SqlError("SQL_SYNTAX_ERROR", f"{message}; {expected}" if expected else message, details)
+
+
+def _expected(description: str) -> str | None:
+    """sqlglot's description when it is meant for people ("Expecting )", "Expected END after CASE");
+    None for those naming its internals (a Token's repr, an expression class)."""
+    description = description.split(" but got ", 1)[0].strip()
+    if (
+        not description
+        or "<" in description
+        or description.startswith(("Required keyword", "Invalid expression"))
+    ):
+        return None
+    match = re.fullmatch(r"Expect(?:ed|ing) (\W+)", description)
+    if match:
+        return f"expected '{match[1]}'"
+    return description[0].lower() + description[1:]
+
+
+def _token_start(sql: str, *, line: int | None, column: int | None, text: str) -> dict[str, int] | None:
+    """Where a token starts, from the line and column sqlglot gives for its last character."""
+    if not line:
+        return None
+    lines = sql.split("\n")
+    if line > len(lines) or not column:
+        return {"line": line, "column": column or 1}
+    end = sum(len(part) + 1 for part in lines[: line - 1]) + column - 1
+    start = end - len(text) + 1
+    if text and start >= 0 and sql[start : end + 1] == text:
+        return position_at(sql, start)
+    return {"line": line, "column": column}
+
+
+def _unreadable(error: TokenError, sql: str, *, dialect: str) -> SqlError:
+    """SQL_SYNTAX_ERROR for text that cannot be split into tokens: mostly a string or quoted name that is
+    never closed, said with where it opens."""
+    offset = getattr(error, "start_offset", None)
+    missing = re.match(r"Missing (.+?) from ", str(error.__cause__ or ""))
+    details: dict[str, Any] = {"dialect": dialect}
+    if offset is None or not 0 <= offset < len(sql):
+        return SqlError("SQL_SYNTAX_ERROR", "Syntax error: a string or quoted name is never closed", details)
+    position = details["position"] = position_at(sql, offset)
+    where = f"line {position['line']}, column {position['column']}"
+    if missing:
+        message = f"Syntax error: the text opened at {where} is never closed; add the closing {missing[1]}"
+    else:
+        message = f"Syntax error: cannot read the text at {where}"
+    return SqlError("SQL_SYNTAX_ERROR", message, details)
 
 
 def _single_statement(statements: list[exp.Expression], source: str, *, dialect: str) -> exp.Expression:

@@ -586,6 +586,36 @@ def test_errors_in_the_users_sql_carry_the_message_and_position(shop):
     assert dialect.value.code == "SQL_DIALECT_UNKNOWN"
 
 
+def test_syntax_errors_say_in_words_what_and_where():
+    # sqlglot's own descriptions named its internals: "Expected table name but got <Token token_type: ...>",
+    # "Required keyword: 'this' missing for <class 'sqlglot.expressions.query.Where'>".
+    cases = {
+        "SELECT * FROMM events": ("Syntax error: unexpected 'events' at line 1, column 16", {"line": 1, "column": 16}),
+        "SELECT count(*\n  FROM events": (
+            "Syntax error: unexpected 'FROM' at line 2, column 3; expected ')'", {"line": 2, "column": 3},
+        ),
+        "SELECT * FROM events JOIN": (
+            "Syntax error near 'JOIN' at line 1, column 22, where the query ends; expected table name",
+            {"line": 1, "column": 22},
+        ),
+        "SELECT * FROM events WHERE": (
+            "Syntax error near 'WHERE' at line 1, column 22, where the query ends", {"line": 1, "column": 22},
+        ),
+        "SELECT 'a\nb' AS t WHERE\n  1 AND AND 2": (
+            "Syntax error: unexpected 'AND' at line 3, column 9", {"line": 3, "column": 9},
+        ),
+        "SELECT name,\n  'abc FROM events": (
+            "Syntax error: the text opened at line 2, column 3 is never closed; add the closing '",
+            {"line": 2, "column": 3},
+        ),
+    }  # fmt: skip
+    for query, (message, position) in cases.items():
+        with pytest.raises(SqlError) as syntax:
+            guard(query)
+        assert (syntax.value.code, syntax.value.message) == ("SQL_SYNTAX_ERROR", message)
+        assert syntax.value.details["position"] == position
+
+
 def test_execute_runs_a_guarded_query(shop):
     query = guard("SELECT count(*) AS n FROM people WHERE person_id LIKE :p", dialect="snowflake")
     assert query.parameters == ("p",)
