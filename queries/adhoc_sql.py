@@ -258,7 +258,15 @@ def _user_error(error: duckdb.Error, query: GuardedQuery) -> SqlError:
         if position:
             details["position"] = position
             message += f" (line {position['line']}, column {position['column']})"
-    if isinstance(error, duckdb.ParserException):
+    if isinstance(error, duckdb.ParserException) and query.dialect != "duckdb" and "syntax error" in message:
+        # sqlglot read the query in its dialect and wrote DuckDB that DuckDB cannot read: a construct
+        # with no DuckDB form (FOR SYSTEM_TIME AS OF, LIMIT 1 BY, CHANGES), not a mistake in the query.
+        code = "SQL_UNSUPPORTED"
+        message = (
+            f"This query cannot be translated from {query.dialect} to DuckDB: DuckDB cannot read what it "
+            f"becomes ({message.strip()})"
+        )
+    elif isinstance(error, duckdb.ParserException):
         code = "SQL_SYNTAX_ERROR"
     elif isinstance(error, duckdb.BinderException | duckdb.CatalogException):
         code = "SQL_INVALID"

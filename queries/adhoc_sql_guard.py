@@ -18,7 +18,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect, Dialects
 from sqlglot.dialects.duckdb import DuckDB
-from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
+from sqlglot.errors import ErrorLevel, ParseError, SqlglotError, TokenError, UnsupportedError
 from sqlglot.tokenizer_core import Token, TokenizerCore
 
 
@@ -215,6 +215,12 @@ def _position_of(node: exp.Expression, source: str | None) -> dict[str, int] | N
     return None
 
 
+def _offset_at(text: str, position: dict[str, int]) -> int:
+    """The index in ``text`` of a 1-based line and column (what :func:`position_at` gives, the other way)."""
+    lines = text.split("\n")
+    return sum(len(part) + 1 for part in lines[: position["line"] - 1]) + position["column"] - 1
+
+
 def position_at(text: str, offset: int) -> dict[str, int]:
     before = text[:offset]
     line = before.count("\n") + 1
@@ -355,10 +361,9 @@ def _token_start(sql: str, *, line: int | None, column: int | None, text: str) -
     """Where a token starts, from the line and column sqlglot gives for its last character."""
     if not line:
         return None
-    lines = sql.split("\n")
-    if line > len(lines) or not column:
+    if line > sql.count("\n") + 1 or not column:
         return {"line": line, "column": column or 1}
-    end = sum(len(part) + 1 for part in lines[: line - 1]) + column - 1
+    end = _offset_at(sql, {"line": line, "column": column})
     start = end - len(text) + 1
     if text and start >= 0 and sql[start : end + 1] == text:
         return position_at(sql, start)
@@ -457,6 +462,16 @@ def _check_tree(tree: exp.Expression, source: str) -> None:
             _check_table(node, source)
         elif isinstance(node, exp.Func):
             in_from = isinstance(node.parent, exp.Table | exp.Lateral) and node.arg_key == "this"
+            if in_from and isinstance(node, exp.Anonymous) and node.name.lower() == "table":
+                # Snowflake's TABLE(f(...)): sqlglot turns TABLE(GENERATOR(...)) into range(), other
+                # functions stay wrapped in a TABLE(...) that DuckDB does not have.
+                text = " ".join(node.sql(dialect="duckdb").split())
+                raise SqlError(
+                    "SQL_UNSUPPORTED",
+                    "TABLE(...) around a table function has no DuckDB equivalent; call the function in FROM "
+                    "itself (FROM unnest([1, 2]), FROM range(10))",
+                    {"unsupported": text if len(text) <= 60 else text[:57] + "..."},
+                )
             if in_from and not isinstance(node, _TABLE_FUNCTIONS):
                 name = function_name(node)
                 raise _refuse(
@@ -568,15 +583,8 @@ def _guard(sql: str, *, dialect: str | None = None) -> GuardedQuery:
         )  # fmt: skip
     if dialect == "duckdb":
         _check_tree(original, sql)
-    try:
-        duckdb_sql = original.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
-    except UnsupportedError as error:
-        raise SqlError(
-            "SQL_UNSUPPORTED",
-            f"This query cannot be translated from {dialect} to DuckDB: {error}",
-            {"dialect": dialect},
-        ) from None
-    tree = _single_statement(_parse(duckdb_sql, dialect="duckdb"), duckdb_sql, dialect="duckdb")
+    duckdb_sql = _translate(original, dialect=dialect)
+    tree = _read_back(original, duckdb_sql, dialect=dialect)
     try:
         _check_tree(tree, duckdb_sql)
     except SqlError as error:
@@ -595,6 +603,96 @@ def _guard(sql: str, *, dialect: str | None = None) -> GuardedQuery:
     views = frozenset(t.name.lower() for t in tree.find_all(exp.Table) if t.name.lower() in VIEWS)
     return GuardedQuery(
         sql=tree.sql(dialect="duckdb"), parameters=tuple(names), dialect=dialect, source=sql, views=views
+    )
+
+
+def _translate(original: exp.Expression, *, dialect: str) -> str:
+    """The DuckDB text of the caller's query; SQL_UNSUPPORTED when sqlglot has no DuckDB form of a part."""
+    try:
+        return original.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
+    except UnsupportedError as error:
+        raise SqlError(
+            "SQL_UNSUPPORTED",
+            f"This query cannot be translated from {dialect} to DuckDB: {error}",
+            {"dialect": dialect},
+        ) from None
+    except ValueError as error:
+        # The generator knows no DuckDB form of a node at all: "Unsupported expression type Final".
+        match = re.fullmatch(r"Unsupported expression type (\w+)", str(error))
+        kind = getattr(exp, match[1], None) if match else None
+        node = original.find(kind) if isinstance(kind, type) else None
+        if node is None:
+            raise
+        raise _untranslatable(node, dialect=dialect) from None
+
+
+def _read_back(original: exp.Expression, duckdb_sql: str, *, dialect: str) -> exp.Expression:
+    """The tree of the DuckDB text made from the caller's query. When sqlglot cannot read that text back,
+    a construct of the caller's dialect has no DuckDB form: SQL_UNSUPPORTED naming it, rather than a
+    syntax error pointing into text the caller never wrote."""
+    try:
+        statements = _parse(duckdb_sql, dialect="duckdb")
+    except SqlError as error:
+        position = error.details.get("position")
+        if dialect == "duckdb" or not position:
+            raise
+        culprit = _culprit(original, duckdb_sql, _offset_at(duckdb_sql, position))
+        raise _untranslatable(culprit, dialect=dialect, climb=True, duckdb_sql=duckdb_sql) from None
+    return _single_statement(statements, duckdb_sql, dialect="duckdb")
+
+
+# Kinds of node a caller would name a construct by; a smaller part is named by the nearest of these (a
+# list or struct literal is a value, not what failed to translate around it).
+_CONSTRUCTS = (exp.Func, exp.Lateral, exp.Join, exp.MatchRecognize, exp.Table, exp.TableFromRows, exp.Query)
+_VALUES = (exp.Array, exp.Struct)
+# At most this many characters are generated while looking for the part that did not translate: each
+# step down renders the node's children, and a deeply nested query must not keep the server busy.
+_CULPRIT_BUDGET = 1_000_000
+
+
+def _culprit(original: exp.Expression, duckdb_sql: str, offset: int) -> exp.Expression:
+    """The smallest part of ``original`` whose DuckDB text holds ``offset`` of ``duckdb_sql`` (the text
+    generated from it): down from the root, into the child whose text holds it, while one does."""
+    node, start, end, budget = original, 0, len(duckdb_sql), _CULPRIT_BUDGET
+    while budget > 0:
+        for child in node.iter_expressions():
+            try:
+                text = child.sql(dialect="duckdb")
+            except (SqlglotError, ValueError):
+                continue
+            budget -= len(text)
+            at = duckdb_sql.find(text, start, end) if text else -1
+            while at >= 0 and not at <= offset < at + len(text):
+                at = duckdb_sql.find(text, at + 1, end)
+            if at >= 0:
+                node, start, end = child, at, at + len(text)
+                break
+        else:
+            return node
+    return node
+
+
+def _untranslatable(
+    node: exp.Expression, *, dialect: str, climb: bool = False, duckdb_sql: str | None = None
+) -> SqlError:
+    """SQL_UNSUPPORTED naming ``node`` (or, with ``climb``, the construct around it) as the caller's
+    dialect writes it."""
+    if climb:
+        while (not isinstance(node, _CONSTRUCTS) or isinstance(node, _VALUES)) and node.parent is not None:
+            node = node.parent
+    try:
+        text = " ".join(node.sql(dialect=dialect).split())
+    except (SqlglotError, ValueError):
+        text = node.key.upper()
+    if len(text) > 60:
+        text = text[:57] + "..."
+    details: dict[str, Any] = {"dialect": dialect, "unsupported": text}
+    if duckdb_sql:
+        details["duckdbSql"] = duckdb_sql
+    return SqlError(
+        "SQL_UNSUPPORTED",
+        f"This query cannot be translated from {dialect} to DuckDB: '{text}' has no DuckDB equivalent",
+        details,
     )
 
 

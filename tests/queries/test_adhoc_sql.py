@@ -520,6 +520,37 @@ def test_mysql(shop):
     ]  # fmt: skip
 
 
+def test_constructs_duckdb_has_no_form_of_are_unsupported_not_syntax_errors(shop):
+    # These parse in their dialect; sqlglot then writes DuckDB it cannot read back (or none at all), which
+    # answered a syntax error pointing into text the caller never wrote (or crashed, for FINAL).
+    recognize = (
+        "SELECT * FROM events MATCH_RECOGNIZE (PARTITION BY visitor_id ORDER BY ts MEASURES FIRST(ts) AS t "
+        "PATTERN (a) DEFINE a AS true)"
+    )
+    cases = [
+        ("snowflake", "SELECT f.value FROM events, LATERAL FLATTEN(input => [1, 2]) f", "FLATTEN(input => [1, 2])"),
+        ("snowflake", "SELECT * FROM TABLE(FLATTEN(input => [1, 2]))", "TABLE(UNNEST(input => [1, 2]))"),
+        ("trino", recognize, "MATCH_RECOGNIZE (PARTITION BY visitor_id ORDER BY ts MEAS..."),
+        ("clickhouse", "SELECT name FROM events ARRAY JOIN [1, 2] AS x", "ARRAY JOIN [1, 2] AS x"),
+        ("clickhouse", "SELECT name FROM events FINAL", "events FINAL"),
+    ]  # fmt: skip
+    for dialect, query, unsupported in cases:
+        with pytest.raises(SqlError) as refused:
+            guard(query, dialect=dialect)
+        assert (refused.value.code, refused.value.details["unsupported"]) == ("SQL_UNSUPPORTED", unsupported)
+    assert refused.value.message == (
+        "This query cannot be translated from clickhouse to DuckDB: 'events FINAL' has no DuckDB equivalent"
+    )
+    # DuckDB SQL that only DuckDB's own parser refuses is found when it runs.
+    with pytest.raises(SqlError) as refused:
+        rows(shop, "SELECT count(*) FROM events FOR SYSTEM_TIME AS OF '2024-03-01'", dialect="bigquery")
+    assert (refused.value.code, refused.value.message) == (
+        "SQL_UNSUPPORTED",
+        "This query cannot be translated from bigquery to DuckDB: DuckDB cannot read what it becomes "
+        '(Parser Error: syntax error at or near "FOR")',
+    )
+
+
 def test_duckdb_with_ctes_and_a_join_of_views(shop):
     sql = """
         WITH buyers AS (SELECT DISTINCT visitor_id FROM orders WHERE NOT is_refund)
