@@ -647,6 +647,33 @@ def test_syntax_errors_say_in_words_what_and_where():
         assert syntax.value.details["position"] == position
 
 
+def test_errors_advise_what_a_query_can_do_not_statements_the_sandbox_refuses(shop):
+    # DuckDB advised "SET error_on_division_by_zero=false" and the like, which the guard refuses.
+    cases = {
+        "SELECT 7 // 0": (
+            "SQL_EXECUTION_ERROR",
+            "Invalid Input Error: Division by zero in expression (7 // 0). Divide by NULLIF(divisor, 0) to get "
+            "NULL instead of an error.",
+        ),
+        "SELECT (SELECT visitor_id FROM events)": (
+            "SQL_EXECUTION_ERROR",
+            "Invalid Input Error: More than one row returned by a subquery used as an expression - scalar "
+            "subqueries can only return a single row. Make the subquery return one row (aggregate it, or add "
+            "LIMIT 1), or use IN or a join instead.",
+        ),
+        "SELECT name FROM events ORDER BY 'name'": (
+            "SQL_INVALID",
+            "Binder Error: ORDER BY non-integer literal has no effect. Order by a column, an expression or a "
+            "column number instead.",
+        ),
+    }
+    for query, expected in cases.items():
+        with pytest.raises(SqlError) as failed:
+            rows(shop, query)
+        assert (failed.value.code, failed.value.message) == expected
+    assert rows(shop, "SELECT 7 // NULLIF(0, 0) AS quotient") == [(None,)]
+
+
 def test_execute_runs_a_guarded_query(shop):
     query = guard("SELECT count(*) AS n FROM people WHERE person_id LIKE :p", dialect="snowflake")
     assert query.parameters == ("p",)
