@@ -298,6 +298,7 @@ def sql(
     from queries.adhoc_sql import Sandbox, run_sql
     from queries.adhoc_sql_formats import csv_chunks, json_body, parquet_chunks, text_table
     from queries.adhoc_sql_guard import SqlError
+    from warehouse.catalog import sites
     from warehouse.lake import Lake
 
     if format not in ("table", "json", "csv", "parquet"):
@@ -307,7 +308,15 @@ def sql(
     parameters = dict(_parameter(p) for p in param or [])
     text = sys.stdin.read() if query == "-" else query
     settings, store = _store(data_dir, existing=True)
-    record = _site(store, site)
+    with store.connect() as conn:
+        record = sites.get(conn, site_id=site)
+    if record is None:
+        # What POST /analytics/sql answers for it, printed as the command's other SQL errors are.
+        from api.deps import site_access_denied
+
+        denied = site_access_denied()
+        typer.echo(f"error: {denied.code}: {denied.message}", err=True)
+        raise typer.Exit(2)
     sandbox = Sandbox(memory_limit=settings.sql_memory_limit, threads=settings.sql_threads)
     try:
         result = run_sql(

@@ -111,13 +111,18 @@ def _platform_admin(principal: CurrentUser) -> Principal:
 PlatformAdmin = Annotated[Principal, Depends(_platform_admin)]
 
 
+def site_access_denied() -> Forbidden:
+    """The answer for an unknown or a foreign site (also `aisle sql`'s for an unknown one)."""
+    return Forbidden("You do not have access to this site", code="SITE_ACCESS_DENIED")
+
+
 def load_owned_site(store: Engine, principal: Principal, site_id: str) -> dict[str, Any]:
     """The site, if the caller's organisation owns it. Unknown and foreign sites both answer 403,
     so ids of other tenants cannot be probed."""
     with store.connect() as conn:
         site = sites.get(conn, site_id=site_id)
     if site is None or site["organization_id"] != principal.organization_id:
-        raise Forbidden("You do not have access to this site", code="SITE_ACCESS_DENIED")
+        raise site_access_denied()
     return site
 
 
