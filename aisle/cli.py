@@ -80,10 +80,17 @@ def _write_path_refusals() -> tuple[type[Exception], ...]:
 
 def _site(store, site_id: str) -> dict:
     """The site, or exit 1 with an error when there is none with that id."""
+    from api.deps import canonical_site_id
+    from api.errors import AppError
     from warehouse.catalog import sites
 
+    try:
+        canonical = canonical_site_id(site_id)
+    except AppError as refused:
+        typer.echo(f"error: {refused.message}", err=True)
+        raise typer.Exit(1) from None
     with store.connect() as conn:
-        record = sites.get(conn, site_id=site_id)
+        record = sites.get(conn, site_id=canonical)
     if record is None:
         typer.echo(f"error: no site with id {site_id}", err=True)
         raise typer.Exit(1)
@@ -298,6 +305,7 @@ def sql(
     from queries.adhoc_sql import Sandbox, run_sql
     from queries.adhoc_sql_formats import csv_chunks, json_body, parquet_chunks, text_table
     from queries.adhoc_sql_guard import SqlError
+    from warehouse.catalog import sites
     from warehouse.lake import Lake
 
     if format not in ("table", "json", "csv", "parquet"):
@@ -307,7 +315,19 @@ def sql(
     parameters = dict(_parameter(p) for p in param or [])
     text = sys.stdin.read() if query == "-" else query
     settings, store = _store(data_dir, existing=True)
-    record = _site(store, site)
+    # What POST /analytics/sql answers for a malformed or unknown site, printed as the command's other
+    # SQL errors are.
+    from api.deps import canonical_site_id, site_access_denied
+    from api.errors import AppError
+
+    try:
+        with store.connect() as conn:
+            record = sites.get(conn, site_id=canonical_site_id(site))
+        if record is None:
+            raise site_access_denied()
+    except AppError as refused:
+        typer.echo(f"error: {refused.code}: {refused.message}", err=True)
+        raise typer.Exit(2) from None
     sandbox = Sandbox(memory_limit=settings.sql_memory_limit, threads=settings.sql_threads)
     try:
         result = run_sql(

@@ -121,13 +121,18 @@ def canonical_site_id(site_id: str) -> str:
         raise BadRequest(f"Site id '{site_id[:64]}' is not a UUID", code="INVALID_SITE_ID") from None
 
 
+def site_access_denied() -> Forbidden:
+    """The answer for an unknown or a foreign site (also `aisle sql`'s for an unknown one)."""
+    return Forbidden("You do not have access to this site", code="SITE_ACCESS_DENIED")
+
+
 def load_owned_site(store: Engine, principal: Principal, site_id: str) -> dict[str, Any]:
     """The site, if the caller's organisation owns it. Unknown and foreign sites both answer 403,
     so ids of other tenants cannot be probed. Site ids are UUIDs, read in any of their spellings."""
     with store.connect() as conn:
         site = sites.get(conn, site_id=canonical_site_id(site_id))
     if site is None or site["organization_id"] != principal.organization_id:
-        raise Forbidden("You do not have access to this site", code="SITE_ACCESS_DENIED")
+        raise site_access_denied()
     return site
 
 

@@ -25,7 +25,7 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
-from queries.adhoc_sql_guard import VIEWS, GuardedQuery, SqlError, SqlTimeout, guard, locate
+from queries.adhoc_sql_guard import VIEWS, GuardedQuery, SqlError, SqlTimeout, guard, locate, parse_sql
 from queries.adhoc_sql_process import Job, Limits, memory_error, pool_for
 from warehouse.lake import CONSENTS, EVENTS, ORDERS, Lake, LakeTable
 
@@ -241,24 +241,79 @@ def bind_parameters(query: GuardedQuery, values: dict[str, ParameterValue] | Non
     return {name: values[name] for name in query.parameters}
 
 
+# DuckDB's messages advise statements the sandbox refuses ("SET error_on_division_by_zero=false"); each
+# such advice is replaced by what the caller can write in the query itself.
+_ADVICE = (
+    (
+        re.compile(
+            r"Use TRY\(\.\.\.\) to return NULL for this expression, or SET error_on_division_by_zero=\w+ .*"
+        ),
+        "Divide by NULLIF(divisor, 0) to get NULL instead of an error.",
+    ),
+    (
+        re.compile(r'\s*Use "SET scalar_subquery_error_on_multiple_rows=\w+" .*', re.DOTALL),
+        " Make the subquery return one row (aggregate it, or add LIMIT 1), or use IN or a join instead.",
+    ),
+    (
+        re.compile(r"\s*\* SET order_by_non_integer_literal=\w+ .*"),
+        " Order by a column, an expression or a column number instead.",
+    ),
+    (
+        re.compile(r'Use "SET max_expression_depth TO x" .*'),
+        "Nest the query less deeply.",
+    ),
+    (re.compile(r"Use SET pivot_limit=\w+ .*"), "Pivot on fewer values (filter the rows first)."),
+    (
+        re.compile(r"\s*Please try installing and loading the .*", re.DOTALL),
+        " Extensions cannot be installed or loaded here; docs/sql.md lists the functions you can use.",
+    ),
+)
+# Advice to run a statement of these kinds, left in a message no rewrite above matched: dropped.
+_REFUSED_ADVICE = re.compile(
+    r"""\b(?:(?:SET|RESET|PRAGMA)\s+["']?[a-z][a-z0-9_]*\s*(?:=|TO\b|;|["'])|(?:INSTALL|LOAD)\s+[a-z][a-z0-9_]*\s*;)"""
+)
+
+
+def _doable_advice(message: str) -> str:
+    """``message`` with advice to run a statement the sandbox refuses replaced or dropped."""
+    for pattern, advice in _ADVICE:
+        message = pattern.sub(advice, message)
+    kept = []
+    for line in message.split("\n"):
+        sentences = re.split(r"(?<=[.!])\s+", line)
+        left = " ".join(s for s in sentences if not _REFUSED_ADVICE.search(s))
+        if left.strip() or not line.strip():
+            kept.append(left)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
+
+
 def _user_error(error: duckdb.Error, query: GuardedQuery) -> SqlError:
     """DuckDB's own message for a query that parsed but cannot run (an unknown column, a bad cast),
     with the position of the name it complains about in the caller's text when it can be found."""
     text = str(error)
     message, _, context = text.partition("\n\nLINE ")
+    message = _doable_advice(message)
     details: dict[str, Any] = {"duckdbSql": query.sql}
     if context:
         details["duckdbContext"] = "LINE " + context
     name = _quoted_name(message)
     if name:
         try:
-            position = locate(sqlglot.parse_one(query.source, read=query.dialect), name, query.source)
+            position = locate(parse_sql(query.source, dialect=query.dialect)[0], name, query.source)
         except sqlglot.errors.SqlglotError:
             position = None
         if position:
             details["position"] = position
             message += f" (line {position['line']}, column {position['column']})"
-    if isinstance(error, duckdb.ParserException):
+    if isinstance(error, duckdb.ParserException) and query.dialect != "duckdb" and "syntax error" in message:
+        # sqlglot read the query in its dialect and wrote DuckDB that DuckDB cannot read: a construct
+        # with no DuckDB form (FOR SYSTEM_TIME AS OF, LIMIT 1 BY, CHANGES), not a mistake in the query.
+        code = "SQL_UNSUPPORTED"
+        message = (
+            f"This query cannot be translated from {query.dialect} to DuckDB: DuckDB cannot read what it "
+            f"becomes ({message.strip()})"
+        )
+    elif isinstance(error, duckdb.ParserException):
         code = "SQL_SYNTAX_ERROR"
     elif isinstance(error, duckdb.BinderException | duckdb.CatalogException):
         code = "SQL_INVALID"

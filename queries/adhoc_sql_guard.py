@@ -16,8 +16,10 @@ from typing import Any
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialects
-from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
+from sqlglot.dialects.dialect import Dialect, Dialects
+from sqlglot.dialects.duckdb import DuckDB
+from sqlglot.errors import ErrorLevel, ParseError, SqlglotError, TokenError, UnsupportedError
+from sqlglot.tokenizer_core import Token, TokenizerCore
 
 
 class _NoCommandFallbackWarning(logging.Filter):
@@ -86,11 +88,12 @@ ALLOWED_FUNCTIONS = _words(
     """
 )
 
-# Syntax that sqlglot models as functions (casts, CASE, EXTRACT, arrays, structs, JSON arrows, lambdas).
+# Syntax that sqlglot models as functions (casts, CASE, EXTRACT, arrays, structs, maps, JSON arrows,
+# lambdas).
 _ALLOWED_SYNTAX = (
     "CAST(a AS INT)", "TRY_CAST(a AS INT)", "a::DATE", "CASE WHEN a THEN 1 ELSE 2 END",
-    "CASE a WHEN 1 THEN 2 END", "EXTRACT(year FROM a)", "[1, 2]", "{'a': 1}", "a -> '$.b'", "a ->> '$.b'",
-    "a[1]", "a[1:2]", "a IN (1, 2)", "a BETWEEN 1 AND 2", "a LIKE 'b'", "a ILIKE 'b'", "a SIMILAR TO 'b'",
+    "CASE a WHEN 1 THEN 2 END", "EXTRACT(year FROM a)", "[1, 2]", "{'a': 1}", "MAP {'a': 1}", "a -> '$.b'",
+    "a ->> '$.b'", "a[1]", "a[1:2]", "a IN (1, 2)", "a BETWEEN 1 AND 2", "a LIKE 'b'", "a ILIKE 'b'", "a SIMILAR TO 'b'",
     "a IS DISTINCT FROM b", "a AT TIME ZONE 'UTC'", "INTERVAL 1 DAY", "COUNT(*)", "COUNT(DISTINCT a)",
     "EXISTS (SELECT 1)", "a AND b", "a OR b", "NOT a", "a COLLATE NOCASE", "a && b", "a @> b", "a <@ b",
     "a || b", "a // b", "a % b", "a ^ b", "a ** b", "a ~ 'b'",
@@ -143,6 +146,21 @@ _STATEMENT_NODES = tuple(
 )
 # The only functions that may stand as a table: RANGE / GENERATE_SERIES and UNNEST.
 _TABLE_FUNCTIONS = (exp.GenerateSeries, exp.Unnest, exp.Explode)
+# DuckDB binds a bare name that no column answers to as one of these functions (`SELECT user`, even
+# quoted as "current_schema"), whatever sqlglot reads it as: each counts as the function it calls.
+_NAMES_CALLING_FUNCTIONS = {
+    "current_catalog": "current_catalog",
+    "current_date": "current_date",
+    "current_role": "current_role",
+    "current_schema": "current_schema",
+    "current_time": "get_current_time",
+    "current_timestamp": "get_current_timestamp",
+    "current_user": "current_user",
+    "localtime": "current_localtime",
+    "localtimestamp": "current_localtimestamp",
+    "session_user": "session_user",
+    "user": "user",
+}
 _ROOTS = (exp.Select, exp.SetOperation, exp.Values, exp.Subquery)
 
 
@@ -197,6 +215,12 @@ def _position_of(node: exp.Expression, source: str | None) -> dict[str, int] | N
     return None
 
 
+def _offset_at(text: str, position: dict[str, int]) -> int:
+    """The index in ``text`` of a 1-based line and column (what :func:`position_at` gives, the other way)."""
+    lines = text.split("\n")
+    return sum(len(part) + 1 for part in lines[: position["line"] - 1]) + position["column"] - 1
+
+
 def position_at(text: str, offset: int) -> dict[str, int]:
     before = text[:offset]
     line = before.count("\n") + 1
@@ -239,30 +263,131 @@ def _dialect(name: str | None) -> str:
     return dialect
 
 
+# DuckDB opens a dollar-quoted string only with `$tag$` where the tag is empty or a name, as PostgreSQL
+# does. sqlglot takes everything up to the next `$` as a tag, so `x=$a` at the end of a query read
+# fine but `$a=$b`, `$a+$b` or `[$a,$b]` failed to tokenize (`a=` is no tag). Any other `$` is the
+# sign of a parameter, here as in DuckDB.
+_DOLLAR_QUOTE = re.compile(r"\$(?:[A-Za-z_\u0080-\U0010ffff][A-Za-z0-9_\u0080-\U0010ffff]*)?\$")
+
+
+class _DuckDBTokenizerCore(TokenizerCore):
+    __slots__ = ()
+
+    def _scan_string(self, start: str) -> bool:
+        if start == "$" and not _DOLLAR_QUOTE.match(self.sql, self._start):
+            return False  # then `$` is read as a parameter's sign
+        return super()._scan_string(start)
+
+
+class _DuckDBTokenizer(DuckDB.Tokenizer):
+    def _init_core(self) -> TokenizerCore:
+        core = super()._init_core()
+        # The core takes some thirty settings from the tokenizer; only the class changes.
+        core.__class__ = _DuckDBTokenizerCore
+        return core
+
+
+def _tokens(sql: str, *, dialect: str) -> list[Token]:
+    reader = Dialect.get_or_raise(dialect)
+    tokenizer = _DuckDBTokenizer(dialect=reader) if dialect == "duckdb" else reader.tokenizer()
+    try:
+        return tokenizer.tokenize(sql)
+    except TokenError as error:
+        # The error says only which text was being read; where the token it failed on starts (the
+        # opening quote of a string never closed) is in the tokenizer's state.
+        error.start_offset = getattr(getattr(tokenizer, "_core", None), "_start", None)  # type: ignore[attr-defined]
+        raise
+
+
+def parse_sql(sql: str, *, dialect: str) -> list[exp.Expression]:
+    """The statements of ``sql`` read in ``dialect``, DuckDB's `$name` parameters read as DuckDB does."""
+    parser = Dialect.get_or_raise(dialect).parser()
+    return [t for t in parser.parse(_tokens(sql, dialect=dialect), sql) if t is not None]
+
+
 def _parse(sql: str, *, dialect: str) -> list[exp.Expression]:
     try:
-        return [t for t in sqlglot.parse(sql, read=dialect) if t is not None]
+        return parse_sql(sql, dialect=dialect)
     except ParseError as error:
-        first = error.errors[0] if error.errors else {}
-        near = first.get("highlight") or ""
-        message = f"Syntax error: {first.get('description') or str(error).splitlines()[0]}"
-        details: dict[str, Any] = {"dialect": dialect}
-        if first.get("line"):
-            details["position"] = {"line": first["line"], "column": first.get("col", 1)}
-            message += f" at line {first['line']}, column {first.get('col', 1)}"
-        if near:
-            details["near"] = near
-            message += f" (near '{near}')"
-        raise SqlError("SQL_SYNTAX_ERROR", message, details) from None
+        raise _syntax_error(error, sql, dialect=dialect) from None
     except TokenError as error:
-        raise SqlError(
-            "SQL_SYNTAX_ERROR",
-            f"Syntax error: {error} (an unterminated string or quoted name?)",
-            {"dialect": dialect},
-        ) from None
+        raise _unreadable(error, sql, dialect=dialect) from None
 
 
-def _single_statement(statements: list[exp.Expression], source: str) -> exp.Expression:
+def _syntax_error(error: ParseError, sql: str, *, dialect: str) -> SqlError:
+    """SQL_SYNTAX_ERROR in words: the token the parser stopped at and where it starts, and what was
+    expected when sqlglot says so in words."""
+    first = error.errors[0] if error.errors else {}
+    near = first.get("highlight") or ""
+    description = first.get("description") or ""
+    details: dict[str, Any] = {"dialect": dialect}
+    position = _token_start(sql, line=first.get("line"), column=first.get("col"), text=near)
+    if position:
+        details["position"] = position
+    if near:
+        details["near"] = near
+    where = f" at line {position['line']}, column {position['column']}" if position else ""
+    # At the last token sqlglot may have wanted more after it or found it out of place; it does not say.
+    at_the_end = not (first.get("end_context") or "").strip() and not description.startswith(
+        "Invalid expression"
+    )
+    if near and at_the_end:
+        message = f"Syntax error near '{near}'{where}, where the query ends"
+    elif near:
+        message = f"Syntax error: unexpected '{near}'{where}"
+    else:
+        message = f"Syntax error{where}"
+    expected = _expected(description)
+    return SqlError("SQL_SYNTAX_ERROR", f"{message}; {expected}" if expected else message, details)
+
+
+def _expected(description: str) -> str | None:
+    """sqlglot's description when it is meant for people ("Expecting )", "Expected END after CASE");
+    None for those naming its internals (a Token's repr, an expression class)."""
+    description = description.split(" but got ", 1)[0].strip()
+    if (
+        not description
+        or "<" in description
+        or description.startswith(("Required keyword", "Invalid expression"))
+    ):
+        return None
+    match = re.fullmatch(r"Expect(?:ed|ing) (\W+)", description)
+    if match:
+        return f"expected '{match[1]}'"
+    return description[0].lower() + description[1:]
+
+
+def _token_start(sql: str, *, line: int | None, column: int | None, text: str) -> dict[str, int] | None:
+    """Where a token starts, from the line and column sqlglot gives for its last character."""
+    if not line:
+        return None
+    if line > sql.count("\n") + 1 or not column:
+        return {"line": line, "column": column or 1}
+    end = _offset_at(sql, {"line": line, "column": column})
+    start = end - len(text) + 1
+    if text and start >= 0 and sql[start : end + 1] == text:
+        return position_at(sql, start)
+    return {"line": line, "column": column}
+
+
+def _unreadable(error: TokenError, sql: str, *, dialect: str) -> SqlError:
+    """SQL_SYNTAX_ERROR for text that cannot be split into tokens: mostly a string or quoted name that is
+    never closed, said with where it opens."""
+    offset = getattr(error, "start_offset", None)
+    missing = re.match(r"Missing (.+?) from ", str(error.__cause__ or ""))
+    details: dict[str, Any] = {"dialect": dialect}
+    if offset is None or not 0 <= offset < len(sql):
+        return SqlError("SQL_SYNTAX_ERROR", "Syntax error: a string or quoted name is never closed", details)
+    position = details["position"] = position_at(sql, offset)
+    where = f"line {position['line']}, column {position['column']}"
+    if missing:
+        message = f"Syntax error: the text opened at {where} is never closed; add the closing {missing[1]}"
+    else:
+        message = f"Syntax error: cannot read the text at {where}"
+    return SqlError("SQL_SYNTAX_ERROR", message, details)
+
+
+def _single_statement(statements: list[exp.Expression], source: str, *, dialect: str) -> exp.Expression:
     if not statements:
         raise SqlError("SQL_EMPTY", "The query is empty; send one SELECT statement")
     if len(statements) > 1:
@@ -273,13 +398,28 @@ def _single_statement(statements: list[exp.Expression], source: str) -> exp.Expr
         )
     tree = statements[0]
     if not isinstance(tree, _ROOTS):
-        kind = _statement_kind(tree)
-        raise _refuse(
+        kind, position = _statement_written(tree, source, dialect=dialect)
+        error = _refuse(
             "SQL_STATEMENT_NOT_ALLOWED",
             f"{kind} statements are not allowed; only read-only queries ({_STATEMENTS})",
             refused=kind, kind="statement", node=tree, source=source,
         )  # fmt: skip
+        if position:
+            error.details["position"] = position
+        raise error
     return tree
+
+
+def _statement_written(
+    tree: exp.Expression, source: str, *, dialect: str
+) -> tuple[str, dict[str, int] | None]:
+    """The keyword a refused statement starts with, and where. sqlglot reads statements it does not know
+    as something else (CHECKPOINT as a column, DEALLOCATE x as an alias), so its node names them wrongly;
+    after a WITH clause the keyword says nothing, and the node's kind is used."""
+    first = next(iter(_tokens(source, dialect=dialect)), None)
+    if first is not None and re.fullmatch(r"[A-Za-z_]+", first.text) and first.text.upper() != "WITH":
+        return first.text.upper(), position_at(source, first.start)
+    return _statement_kind(tree), None
 
 
 def _statement_kind(node: exp.Expression) -> str:
@@ -322,6 +462,16 @@ def _check_tree(tree: exp.Expression, source: str) -> None:
             _check_table(node, source)
         elif isinstance(node, exp.Func):
             in_from = isinstance(node.parent, exp.Table | exp.Lateral) and node.arg_key == "this"
+            if in_from and isinstance(node, exp.Anonymous) and node.name.lower() == "table":
+                # Snowflake's TABLE(f(...)): sqlglot turns TABLE(GENERATOR(...)) into range(), other
+                # functions stay wrapped in a TABLE(...) that DuckDB does not have.
+                text = " ".join(node.sql(dialect="duckdb").split())
+                raise SqlError(
+                    "SQL_UNSUPPORTED",
+                    "TABLE(...) around a table function has no DuckDB equivalent; call the function in FROM "
+                    "itself (FROM unnest([1, 2]), FROM range(10))",
+                    {"unsupported": text if len(text) <= 60 else text[:57] + "..."},
+                )
             if in_from and not isinstance(node, _TABLE_FUNCTIONS):
                 name = function_name(node)
                 raise _refuse(
@@ -341,8 +491,42 @@ def _check_tree(tree: exp.Expression, source: str) -> None:
                     f"Function '{name}' is not allowed; docs/sql.md lists the functions you can use",
                     refused=name, kind="function", node=node, source=source,
                 )  # fmt: skip
+        elif isinstance(node, exp.Column):
+            _check_bare_name(node, source)
         elif isinstance(node, (exp.Placeholder, exp.Parameter)):
             _parameter_name(node)
+
+
+def _check_bare_name(column: exp.Column, source: str) -> None:
+    """Refuse a bare name DuckDB may call a function for, unless that function is allowed. Which column
+    a name finds is DuckDB's to decide, so any such name is refused, not only one no column answers to;
+    qualified (`t."user"`) it always names a column."""
+    name = column.name.lower()
+    function = _NAMES_CALLING_FUNCTIONS.get(name)
+    if function is None or function in ALLOWED_FUNCTIONS or column.table or _is_a_variable(column):
+        return
+    raise _refuse(
+        "SQL_FUNCTION_NOT_ALLOWED",
+        f"Function '{name}' is not allowed (DuckDB reads a bare {name} as a call of {function}); docs/sql.md "
+        f'lists the functions you can use. For a column of that name, qualify it with its table: t."{name}"',
+        refused=name, kind="function", node=column, source=source,
+    )  # fmt: skip
+
+
+def _is_a_variable(column: exp.Column) -> bool:
+    """Whether the name is the variable of an enclosing list comprehension or lambda there."""
+    name = column.name.lower()
+    parent = column.parent
+    while parent is not None:
+        variables: list[exp.Expression] = []
+        if isinstance(parent, exp.Lambda):
+            variables = parent.expressions
+        elif isinstance(parent, exp.Comprehension) and parent.args.get("expression"):
+            variables = list(parent.args["expression"].find_all(exp.Identifier))
+        if any(v.name.lower() == name for v in variables):
+            return True
+        parent = parent.parent
+    return False
 
 
 def _check_table(table: exp.Table, source: str) -> None:
@@ -391,7 +575,7 @@ def guard(sql: str, *, dialect: str | None = None) -> GuardedQuery:
 
 def _guard(sql: str, *, dialect: str | None = None) -> GuardedQuery:
     dialect = _dialect(dialect)
-    original = _single_statement(_parse(sql, dialect=dialect), sql)
+    original = _single_statement(_parse(sql, dialect=dialect), sql, dialect=dialect)
     if isinstance(original, exp.Select) and original.args.get("into"):
         raise _refuse(
             "SQL_STATEMENT_NOT_ALLOWED", "SELECT ... INTO creates a table and is not allowed",
@@ -399,15 +583,8 @@ def _guard(sql: str, *, dialect: str | None = None) -> GuardedQuery:
         )  # fmt: skip
     if dialect == "duckdb":
         _check_tree(original, sql)
-    try:
-        duckdb_sql = original.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
-    except UnsupportedError as error:
-        raise SqlError(
-            "SQL_UNSUPPORTED",
-            f"This query cannot be translated from {dialect} to DuckDB: {error}",
-            {"dialect": dialect},
-        ) from None
-    tree = _single_statement(_parse(duckdb_sql, dialect="duckdb"), duckdb_sql)
+    duckdb_sql = _translate(original, dialect=dialect)
+    tree = _read_back(original, duckdb_sql, dialect=dialect)
     try:
         _check_tree(tree, duckdb_sql)
     except SqlError as error:
@@ -426,6 +603,96 @@ def _guard(sql: str, *, dialect: str | None = None) -> GuardedQuery:
     views = frozenset(t.name.lower() for t in tree.find_all(exp.Table) if t.name.lower() in VIEWS)
     return GuardedQuery(
         sql=tree.sql(dialect="duckdb"), parameters=tuple(names), dialect=dialect, source=sql, views=views
+    )
+
+
+def _translate(original: exp.Expression, *, dialect: str) -> str:
+    """The DuckDB text of the caller's query; SQL_UNSUPPORTED when sqlglot has no DuckDB form of a part."""
+    try:
+        return original.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
+    except UnsupportedError as error:
+        raise SqlError(
+            "SQL_UNSUPPORTED",
+            f"This query cannot be translated from {dialect} to DuckDB: {error}",
+            {"dialect": dialect},
+        ) from None
+    except ValueError as error:
+        # The generator knows no DuckDB form of a node at all: "Unsupported expression type Final".
+        match = re.fullmatch(r"Unsupported expression type (\w+)", str(error))
+        kind = getattr(exp, match[1], None) if match else None
+        node = original.find(kind) if isinstance(kind, type) else None
+        if node is None:
+            raise
+        raise _untranslatable(node, dialect=dialect) from None
+
+
+def _read_back(original: exp.Expression, duckdb_sql: str, *, dialect: str) -> exp.Expression:
+    """The tree of the DuckDB text made from the caller's query. When sqlglot cannot read that text back,
+    a construct of the caller's dialect has no DuckDB form: SQL_UNSUPPORTED naming it, rather than a
+    syntax error pointing into text the caller never wrote."""
+    try:
+        statements = _parse(duckdb_sql, dialect="duckdb")
+    except SqlError as error:
+        position = error.details.get("position")
+        if dialect == "duckdb" or not position:
+            raise
+        culprit = _culprit(original, duckdb_sql, _offset_at(duckdb_sql, position))
+        raise _untranslatable(culprit, dialect=dialect, climb=True, duckdb_sql=duckdb_sql) from None
+    return _single_statement(statements, duckdb_sql, dialect="duckdb")
+
+
+# Kinds of node a caller would name a construct by; a smaller part is named by the nearest of these (a
+# list or struct literal is a value, not what failed to translate around it).
+_CONSTRUCTS = (exp.Func, exp.Lateral, exp.Join, exp.MatchRecognize, exp.Table, exp.TableFromRows, exp.Query)
+_VALUES = (exp.Array, exp.Struct)
+# At most this many characters are generated while looking for the part that did not translate: each
+# step down renders the node's children, and a deeply nested query must not keep the server busy.
+_CULPRIT_BUDGET = 1_000_000
+
+
+def _culprit(original: exp.Expression, duckdb_sql: str, offset: int) -> exp.Expression:
+    """The smallest part of ``original`` whose DuckDB text holds ``offset`` of ``duckdb_sql`` (the text
+    generated from it): down from the root, into the child whose text holds it, while one does."""
+    node, start, end, budget = original, 0, len(duckdb_sql), _CULPRIT_BUDGET
+    while budget > 0:
+        for child in node.iter_expressions():
+            try:
+                text = child.sql(dialect="duckdb")
+            except (SqlglotError, ValueError):
+                continue
+            budget -= len(text)
+            at = duckdb_sql.find(text, start, end) if text else -1
+            while at >= 0 and not at <= offset < at + len(text):
+                at = duckdb_sql.find(text, at + 1, end)
+            if at >= 0:
+                node, start, end = child, at, at + len(text)
+                break
+        else:
+            return node
+    return node
+
+
+def _untranslatable(
+    node: exp.Expression, *, dialect: str, climb: bool = False, duckdb_sql: str | None = None
+) -> SqlError:
+    """SQL_UNSUPPORTED naming ``node`` (or, with ``climb``, the construct around it) as the caller's
+    dialect writes it."""
+    if climb:
+        while (not isinstance(node, _CONSTRUCTS) or isinstance(node, _VALUES)) and node.parent is not None:
+            node = node.parent
+    try:
+        text = " ".join(node.sql(dialect=dialect).split())
+    except (SqlglotError, ValueError):
+        text = node.key.upper()
+    if len(text) > 60:
+        text = text[:57] + "..."
+    details: dict[str, Any] = {"dialect": dialect, "unsupported": text}
+    if duckdb_sql:
+        details["duckdbSql"] = duckdb_sql
+    return SqlError(
+        "SQL_UNSUPPORTED",
+        f"This query cannot be translated from {dialect} to DuckDB: '{text}' has no DuckDB equivalent",
+        details,
     )
 
 

@@ -95,7 +95,17 @@ def test_refusals_and_errors_exit_2_with_the_code(data_dir):
     result = run_aisle(
         "sql", "--site", "11111111-1111-1111-1111-111111111111", "--data-dir", str(data), "SELECT 1"
     )
+    # As POST /analytics/sql answers it, and with the status of the command's other SQL errors.
     assert (result.returncode, result.stderr.strip()) == (
-        1,
-        "error: no site with id 11111111-1111-1111-1111-111111111111",
+        2,
+        "error: SITE_ACCESS_DENIED: You do not have access to this site",
     )
+    result = run_aisle("sql", "--site", "my-shop", "--data-dir", str(data), "SELECT 1")
+    assert (result.returncode, result.stderr.strip()) == (
+        2,
+        "error: INVALID_SITE_ID: Site id 'my-shop' is not a UUID",
+    )
+    shouted = run_aisle(
+        "sql", "--site", site_id.upper(), "--data-dir", str(data), "SELECT count(*) FROM events"
+    )
+    assert shouted.returncode == 0, shouted.stderr

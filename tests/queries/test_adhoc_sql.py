@@ -198,6 +198,11 @@ HOSTILE: list[tuple[str, str, str]] = [
     ("duckdb", "SELECT current_database(), current_schema()", "SQL_FUNCTION_NOT_ALLOWED"),
     ("duckdb", "SELECT which_secret('s3://bucket/x', 's3')", "SQL_FUNCTION_NOT_ALLOWED"),
     ("duckdb", "SELECT nextval('seq')", "SQL_FUNCTION_NOT_ALLOWED"),
+    # bare names DuckDB calls a function for when no column has them
+    ("duckdb", "SELECT user", "SQL_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", "SELECT current_role", "SQL_FUNCTION_NOT_ALLOWED"),
+    ("duckdb", 'SELECT "current_schema"', "SQL_FUNCTION_NOT_ALLOWED"),
+    ("postgres", "SELECT user", "SQL_FUNCTION_NOT_ALLOWED"),
     ("duckdb", "SELECT ?", "SQL_PARAMETER_UNNAMED"),
     ("duckdb", "SELECT $1", "SQL_PARAMETER_UNNAMED"),
     # hidden in subqueries, lambdas, set operations and other statements
@@ -246,6 +251,41 @@ def test_refusals_name_what_was_refused_and_where(shop):
         guard("SELECT  current_setting('x') FROM events", dialect="postgres")
     assert refused.value.details["position"] == {"line": 1, "column": 9}
     assert refused.value.details["duckdbSql"] == "SELECT CURRENT_SETTING('x') FROM events"
+
+
+def test_a_refused_statement_is_named_by_the_keyword_it_starts_with():
+    # sqlglot reads statements it does not know as something else: CHECKPOINT as a column, DEALLOCATE x
+    # as an alias, TRUNCATE as "TruncateTable".
+    cases = {
+        "CHECKPOINT": ("CHECKPOINT", {"line": 1, "column": 1}),
+        "DEALLOCATE prepared": ("DEALLOCATE", {"line": 1, "column": 1}),
+        "-- tidy up\n  truncate events": ("TRUNCATE", {"line": 2, "column": 3}),
+        "UNPIVOT events ON name INTO NAME k VALUE v": ("UNPIVOT", {"line": 1, "column": 1}),
+    }
+    for query, (keyword, position) in cases.items():
+        with pytest.raises(SqlError) as refused:
+            guard(query)
+        assert refused.value.code == "SQL_STATEMENT_NOT_ALLOWED"
+        assert refused.value.details == {"refused": keyword, "kind": "statement", "position": position}
+        assert refused.value.message.startswith(f"{keyword} statements are not allowed;")
+
+
+def test_bare_names_duckdb_calls_functions_for_count_as_those_functions(shop):
+    with pytest.raises(SqlError) as refused:
+        guard("SELECT name,\n  current_role FROM events")
+    assert refused.value.code == "SQL_FUNCTION_NOT_ALLOWED"
+    assert refused.value.details == {
+        "refused": "current_role",
+        "kind": "function",
+        "position": {"line": 2, "column": 3},
+    }
+    assert 't."current_role"' in refused.value.message
+    # The allowed ones run; qualified, or as a comprehension's or a lambda's variable, the name is no call.
+    query = (
+        "SELECT \"current_date\" = current_date AS today, [user FOR user IN ['a']] AS listed, "
+        'list_transform([1], lambda user: user + 1) AS mapped, t."user" FROM (SELECT \'u\' AS "user") AS t'
+    )
+    assert rows(shop, query) == [(True, ["a"], [2], "u")]
 
 
 def test_other_sites_rows_are_not_visible_whatever_the_query_says(shop):
@@ -480,6 +520,37 @@ def test_mysql(shop):
     ]  # fmt: skip
 
 
+def test_constructs_duckdb_has_no_form_of_are_unsupported_not_syntax_errors(shop):
+    # These parse in their dialect; sqlglot then writes DuckDB it cannot read back (or none at all), which
+    # answered a syntax error pointing into text the caller never wrote (or crashed, for FINAL).
+    recognize = (
+        "SELECT * FROM events MATCH_RECOGNIZE (PARTITION BY visitor_id ORDER BY ts MEASURES FIRST(ts) AS t "
+        "PATTERN (a) DEFINE a AS true)"
+    )
+    cases = [
+        ("snowflake", "SELECT f.value FROM events, LATERAL FLATTEN(input => [1, 2]) f", "FLATTEN(input => [1, 2])"),
+        ("snowflake", "SELECT * FROM TABLE(FLATTEN(input => [1, 2]))", "TABLE(UNNEST(input => [1, 2]))"),
+        ("trino", recognize, "MATCH_RECOGNIZE (PARTITION BY visitor_id ORDER BY ts MEAS..."),
+        ("clickhouse", "SELECT name FROM events ARRAY JOIN [1, 2] AS x", "ARRAY JOIN [1, 2] AS x"),
+        ("clickhouse", "SELECT name FROM events FINAL", "events FINAL"),
+    ]  # fmt: skip
+    for dialect, query, unsupported in cases:
+        with pytest.raises(SqlError) as refused:
+            guard(query, dialect=dialect)
+        assert (refused.value.code, refused.value.details["unsupported"]) == ("SQL_UNSUPPORTED", unsupported)
+    assert refused.value.message == (
+        "This query cannot be translated from clickhouse to DuckDB: 'events FINAL' has no DuckDB equivalent"
+    )
+    # DuckDB SQL that only DuckDB's own parser refuses is found when it runs.
+    with pytest.raises(SqlError) as refused:
+        rows(shop, "SELECT count(*) FROM events FOR SYSTEM_TIME AS OF '2024-03-01'", dialect="bigquery")
+    assert (refused.value.code, refused.value.message) == (
+        "SQL_UNSUPPORTED",
+        "This query cannot be translated from bigquery to DuckDB: DuckDB cannot read what it becomes "
+        '(Parser Error: syntax error at or near "FOR")',
+    )
+
+
 def test_duckdb_with_ctes_and_a_join_of_views(shop):
     sql = """
         WITH buyers AS (SELECT DISTINCT visitor_id FROM orders WHERE NOT is_refund)
@@ -520,6 +591,14 @@ def test_parameters_are_bound_not_formatted(shop):
     assert unknown.value.code == "SQL_PARAMETER_UNKNOWN"
 
 
+def test_parameters_need_no_spaces_around_them(shop):
+    # `$t$...$t$` is a string only when its tag is a name closed by `$`: `$a=$b` is two parameters.
+    assert rows(shop, "SELECT count(*) FROM events WHERE visitor_id=$v", parameters={"v": "bob"}) == [(2,)]
+    assert rows(shop, "SELECT $a=$b AS same, $a+$b AS total, [$a,$b] AS both, '$a=$b' AS text, $t$x=$y$t$ AS quoted",
+                parameters={"a": 1, "b": 2}) == [(False, 3, [1, 2], "$a=$b", "x=$y")]  # fmt: skip
+    assert guard("SELECT $a=$b, $$c$d$$").parameters == ("a", "b")
+
+
 def test_errors_in_the_users_sql_carry_the_message_and_position(shop):
     with pytest.raises(SqlError) as syntax:
         run_sql(shop, "SELECT name,\nFROM events WHERE", site_id=SITE)
@@ -536,6 +615,63 @@ def test_errors_in_the_users_sql_carry_the_message_and_position(shop):
     with pytest.raises(SqlError) as dialect:
         run_sql(shop, "SELECT 1", site_id=SITE, dialect="klingon")
     assert dialect.value.code == "SQL_DIALECT_UNKNOWN"
+
+
+def test_syntax_errors_say_in_words_what_and_where():
+    # sqlglot's own descriptions named its internals: "Expected table name but got <Token token_type: ...>",
+    # "Required keyword: 'this' missing for <class 'sqlglot.expressions.query.Where'>".
+    cases = {
+        "SELECT * FROMM events": ("Syntax error: unexpected 'events' at line 1, column 16", {"line": 1, "column": 16}),
+        "SELECT count(*\n  FROM events": (
+            "Syntax error: unexpected 'FROM' at line 2, column 3; expected ')'", {"line": 2, "column": 3},
+        ),
+        "SELECT * FROM events JOIN": (
+            "Syntax error near 'JOIN' at line 1, column 22, where the query ends; expected table name",
+            {"line": 1, "column": 22},
+        ),
+        "SELECT * FROM events WHERE": (
+            "Syntax error near 'WHERE' at line 1, column 22, where the query ends", {"line": 1, "column": 22},
+        ),
+        "SELECT 'a\nb' AS t WHERE\n  1 AND AND 2": (
+            "Syntax error: unexpected 'AND' at line 3, column 9", {"line": 3, "column": 9},
+        ),
+        "SELECT name,\n  'abc FROM events": (
+            "Syntax error: the text opened at line 2, column 3 is never closed; add the closing '",
+            {"line": 2, "column": 3},
+        ),
+    }  # fmt: skip
+    for query, (message, position) in cases.items():
+        with pytest.raises(SqlError) as syntax:
+            guard(query)
+        assert (syntax.value.code, syntax.value.message) == ("SQL_SYNTAX_ERROR", message)
+        assert syntax.value.details["position"] == position
+
+
+def test_errors_advise_what_a_query_can_do_not_statements_the_sandbox_refuses(shop):
+    # DuckDB advised "SET error_on_division_by_zero=false" and the like, which the guard refuses.
+    cases = {
+        "SELECT 7 // 0": (
+            "SQL_EXECUTION_ERROR",
+            "Invalid Input Error: Division by zero in expression (7 // 0). Divide by NULLIF(divisor, 0) to get "
+            "NULL instead of an error.",
+        ),
+        "SELECT (SELECT visitor_id FROM events)": (
+            "SQL_EXECUTION_ERROR",
+            "Invalid Input Error: More than one row returned by a subquery used as an expression - scalar "
+            "subqueries can only return a single row. Make the subquery return one row (aggregate it, or add "
+            "LIMIT 1), or use IN or a join instead.",
+        ),
+        "SELECT name FROM events ORDER BY 'name'": (
+            "SQL_INVALID",
+            "Binder Error: ORDER BY non-integer literal has no effect. Order by a column, an expression or a "
+            "column number instead.",
+        ),
+    }
+    for query, expected in cases.items():
+        with pytest.raises(SqlError) as failed:
+            rows(shop, query)
+        assert (failed.value.code, failed.value.message) == expected
+    assert rows(shop, "SELECT 7 // NULLIF(0, 0) AS quotient") == [(None,)]
 
 
 def test_execute_runs_a_guarded_query(shop):
@@ -615,6 +751,14 @@ def test_formats_keep_repeated_names_nulls_and_nested_values(shop):
     table = pq.read_table(io.BytesIO(b"".join(parquet_chunks(result))))
     assert table.column_names == ["a", "a_2", "n", "l", "s"]
     assert table.to_pylist() == [{"a": 1, "a_2": 2, "n": None, "l": [1, 2], "s": {"k": Decimal("1.50")}}]
+
+
+def test_map_literals_run_and_come_as_key_value_pairs(shop):
+    from queries.adhoc_sql_formats import json_body
+
+    result = run_sql(shop, "SELECT MAP {'a': 1, 'b': 2} AS m, (MAP {'a': 1})['a'] AS v", site_id=SITE)
+    assert result.columns == [("m", "MAP(VARCHAR, INTEGER)"), ("v", "INTEGER")]
+    assert json.loads(json_body(result))["rows"] == [[[["a", 1], ["b", 2]], 1]]
 
 
 def test_values_no_writer_carries_as_they_are_come_as_duckdb_text_in_every_format(shop):
