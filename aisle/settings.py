@@ -41,6 +41,12 @@ class Settings(BaseSettings):
     login_window_seconds: int = 900
 
     public_read_limit_per_minute: int = 300
+    max_request_body_bytes: int = Field(
+        default=1024 * 1024,
+        ge=1,
+        description="Largest request body of any route but ingestion and product feeds, which keep limits "
+        "of their own; a larger one answers 413 BODY_TOO_LARGE.",
+    )
     visitor_batches_per_minute: int = Field(default=120, description="Event batches per visitor and minute.")
     orders_per_visitor_per_minute: int = Field(default=10, description="Orders per visitor and minute.")
     order_duplicate_window_seconds: int = Field(

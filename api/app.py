@@ -21,12 +21,14 @@ from api.analytics.funnel_definitions import router as funnel_definitions_router
 from api.analytics.funnels import router as funnels_router
 from api.analytics.journeys import router as journeys_router
 from api.analytics.overview import router as overview_router
+from api.analytics.products import FEED_PATH
 from api.analytics.products import router as products_router
 from api.analytics.revenue import router as revenue_router
 from api.analytics.search import router as search_router
 from api.analytics.site_events import router as site_events_router
 from api.analytics.sql import router as sql_router
 from api.auth.routes import router as auth_router
+from api.body_limit import BodyLimit
 from api.errors import ERROR_RESPONSE_SCHEMA, install_error_handlers
 from api.hot_path import AisleApp, HotPath
 from api.ingest_routes import accept_event_batch
@@ -162,6 +164,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def prometheus_metrics() -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
+    # Ingestion and product feeds read their bodies themselves, within limits of their own (2 MiB once
+    # inflated, 50 MiB); every other body is held to one limit. Inside the CORS and request-log layers,
+    # so its 413 is readable by a storefront and logged like any answer.
+    own_limits = [
+        f"{API_PREFIX}{route.path}"
+        for router in (public_ingest_router, public_consent_router, tracking_router)
+        for route in router.routes
+    ]
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.max_request_body_bytes,
+        exempt=[*own_limits, f"{API_PREFIX}{products_router.prefix}{FEED_PATH}"],
+    )
     app.add_middleware(PublicCors, prefix=PUBLIC_PREFIX)
     app.add_middleware(RequestObserver, metrics=metrics)
     app.hot_path = HotPath(

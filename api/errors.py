@@ -74,6 +74,17 @@ class PayloadTooLarge(AppError):
     code = "PAYLOAD_TOO_LARGE"
 
 
+class BodyTooLarge(StarletteHTTPException):
+    """A request body past the general limit (``api.body_limit``), found while it is read. An
+    HTTPException rather than an AppError because FastAPI passes those on from its body parsing, where
+    any other exception becomes a 400 "There was an error parsing the body"."""
+
+    code = "BODY_TOO_LARGE"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, detail=f"Request bodies are limited to {limit} bytes")
+
+
 class TooManyRequests(AppError):
     status_code = 429
     code = "RATE_LIMITED"
@@ -179,7 +190,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = _STATUS_CODES.get(exc.status_code, "ERROR")
+        code = getattr(exc, "code", None) or _STATUS_CODES.get(exc.status_code, "ERROR")
         message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ").capitalize()
         if exc.status_code == 404 and message == "Not Found":
             message = "No such route"

@@ -45,6 +45,8 @@ from warehouse.catalog import products as catalog
 from warehouse.catalog.product_identity import product_id_for
 
 MAX_FEED_BYTES = 50 * 1024 * 1024
+# Under the router's prefix; the general body limit leaves it to MAX_FEED_BYTES (``api.app``).
+FEED_PATH = "/product/{siteId}/feed"
 
 SEMANTICS = (
     "Products are named by `productId`, a uuid derived from the site and the `productItemCode` events "
@@ -229,7 +231,7 @@ FEED_DESCRIPTION = (
 
 
 @router.post(
-    "/product/{siteId}/feed",
+    FEED_PATH,
     response_model=FeedImportOut,
     response_model_by_alias=True,
     openapi_extra={

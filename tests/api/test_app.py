@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import gc
 import json
+import re
+import socket
 import time
 
 import httpx
 
 from aisle.gc_tuning import GC_YOUNG_THRESHOLD
+from aisle.settings import Settings
+from api.app import create_app
+from tests.factories import make_verified_site
+from tests.servers import LiveServer
 from warehouse.catalog.store import MIGRATIONS_DIR
+
+MIB = 1024 * 1024
 
 
 def test_unknown_route_is_404_in_the_envelope(client):
@@ -116,3 +124,129 @@ def test_the_collector_leaves_the_start_up_heap_alone_and_collects_young_objects
     assert client.get("/health").status_code == 200
     assert gc.get_freeze_count() > 100_000
     assert gc.get_threshold()[0] == GC_YOUNG_THRESHOLD
+
+
+# --- the request body limit ------------------------------------------------------------------------
+
+
+def answer_to(server, head: str, body: bytes = b"") -> tuple[int, dict]:
+    """The status and JSON body the server answers after only ``head`` and ``body`` were sent: the
+    rest of the body the head announces never is, so an answer at all means the body was judged
+    before it was read whole."""
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(head.encode() + body)
+        received = b""
+
+        def more() -> bytes:
+            data = sock.recv(65536)
+            assert data, f"the connection closed after {received!r}"
+            return data
+
+        while b"\r\n\r\n" not in received:
+            received += more()
+        head_in, _, received = received.partition(b"\r\n\r\n")
+        length = int(re.search(rb"(?i)\r\ncontent-length: *(\d+)", head_in)[1])
+        while len(received) < length:
+            received += more()
+    return int(head_in.split()[1]), json.loads(received)
+
+
+def register_head(**headers: str) -> str:
+    lines = [
+        "POST /api/v1/auth/register HTTP/1.1", "Host: aisle", "Content-Type: application/json",
+        *(f"{name.replace('_', '-')}: {value}" for name, value in headers.items()),
+    ]  # fmt: skip
+    return "\r\n".join(lines) + "\r\n\r\n"
+
+
+TOO_LARGE = {
+    "error": {
+        "code": "BODY_TOO_LARGE",
+        "message": f"Request bodies are limited to {MIB} bytes",
+        "details": None,
+    }
+}
+
+
+def test_a_body_declared_larger_than_the_limit_is_refused_before_it_is_read(server):
+    status, body = answer_to(server, register_head(Content_Length=str(100 * MIB)))
+    assert (status, body) == (413, TOO_LARGE)
+
+
+def test_a_chunked_body_is_refused_as_soon_as_it_passes_the_limit(server):
+    chunk = b"x" * (64 * 1024)
+    framed = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(MIB // len(chunk) + 1))
+    status, body = answer_to(server, register_head(Transfer_Encoding="chunked"), framed)
+    assert (status, body) == (413, TOO_LARGE)
+
+
+def padded_json(document: dict, size: int) -> bytes:
+    """``document`` as JSON, padded with spaces (still the same JSON) to exactly ``size`` bytes."""
+    text = json.dumps(document).encode()
+    return text + b" " * (size - len(text))
+
+
+def test_a_body_of_exactly_the_limit_is_read_and_one_byte_more_is_not(client):
+    register = {"email": "big@example.com", "password": "long enough", "name": "n" * 201}
+    headers = {"Content-Type": "application/json"}
+
+    at_limit = client.post("/auth/register", content=padded_json(register, MIB), headers=headers)
+    over = client.post("/auth/register", content=padded_json(register, MIB + 1), headers=headers)
+
+    assert at_limit.status_code == 400
+    assert [d["field"] for d in at_limit.json()["error"]["details"]] == ["body.name"]
+    assert (over.status_code, over.json()) == (413, TOO_LARGE)
+
+
+def test_the_limit_is_a_setting(tmp_path):
+    settings = Settings(
+        data_dir=tmp_path / "data", jwt_secret="test-signing-key-" + "x" * 32, event_batch_workers=0,
+        max_request_body_bytes=200,
+    )  # fmt: skip
+    with LiveServer(create_app(settings)) as live:
+        login = {"email": "nobody@example.com", "password": "wrong"}
+        headers = {"Content-Type": "application/json"}
+        fits = httpx.post(f"{live.url}/api/v1/auth/login", content=padded_json(login, 200), headers=headers)
+        over = httpx.post(f"{live.url}/api/v1/auth/login", content=padded_json(login, 201), headers=headers)
+    assert (fits.status_code, fits.json()["error"]["code"]) == (401, "INVALID_CREDENTIALS")
+    assert over.status_code == 413
+    assert over.json()["error"] == {
+        "code": "BODY_TOO_LARGE", "message": "Request bodies are limited to 200 bytes", "details": None
+    }  # fmt: skip
+
+
+def test_ingestion_and_product_feeds_keep_their_own_larger_limits(client, owner, store):
+    shop = make_verified_site(owner, store, domain="big.example.com")
+    web = {"Origin": "https://big.example.com", "Content-Type": "application/json"}
+    size = MIB + MIB // 2
+
+    identify = client.post(
+        f"/public/sites/{shop['siteKey']}/identify",
+        content=padded_json({"visitorId": "v-1", "userId": "u-1"}, size), headers=web,
+    )  # fmt: skip
+    consent = client.post(
+        f"/public/sites/{shop['siteKey']}/consent",
+        content=padded_json({"visitorId": "v-1", "categories": {"analytics": True}}, size), headers=web,
+    )  # fmt: skip
+    tracked = owner.post(
+        "/analytics/track/batch",
+        content=padded_json({"siteId": shop["id"], "events": [{"name": "page_view", "eventId": "e-1",
+                             "visitorId": "v-1", "sessionId": "s-1"}]}, size),
+        headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    feed = owner.post(
+        f"/analytics/product/{shop['id']}/feed",
+        content=b'[{"productItemCode": "p-1", "name": "Mug", "price": "9.50"}]' + b" " * size,
+        headers={"Content-Type": "application/json"},
+    )
+
+    assert (identify.status_code, identify.json()) == (200, {"success": True, "merged": True})
+    assert (consent.status_code, consent.json()["duplicate"]) == (201, False)
+    assert (tracked.status_code, tracked.json()) == (200, {"accepted": 1, "rejected": [], "duplicates": 0})
+    assert (feed.status_code, feed.json()["accepted"]) == (200, 1)
+    site = owner.post(
+        "/sites", content=padded_json({"name": "Big", "domain": "bigger.example.com"}, size),
+        headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    assert (site.status_code, site.json()) == (413, TOO_LARGE)
