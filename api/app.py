@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 
 import redis
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -34,6 +34,7 @@ from api.hot_path import AisleApp, HotPath
 from api.ingest_routes import accept_event_batch
 from api.ingest_routes import private as tracking_router
 from api.ingest_routes import public as public_ingest_router
+from api.media_type import json_bodies_only
 from api.observability import BatchWorkerMetrics, Metrics, RequestObserver, configure_logging
 from api.public.consent import router as public_consent_router
 from api.public.cors import PublicCors
@@ -125,6 +126,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=f"{API_PREFIX}/docs/oauth2-redirect",
         lifespan=lifespan,
+        dependencies=[Depends(json_bodies_only)],
         responses={400: ERROR_RESPONSE_SCHEMA, 401: ERROR_RESPONSE_SCHEMA, 403: ERROR_RESPONSE_SCHEMA},
     )
     app.state.settings = settings

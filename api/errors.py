@@ -74,6 +74,11 @@ class PayloadTooLarge(AppError):
     code = "PAYLOAD_TOO_LARGE"
 
 
+class UnsupportedMediaType(AppError):
+    status_code = 415
+    code = "UNSUPPORTED_MEDIA_TYPE"
+
+
 class BodyTooLarge(StarletteHTTPException):
     """A request body past the general limit (``api.body_limit``), found while it is read. An
     HTTPException rather than an AppError because FastAPI passes those on from its body parsing, where

@@ -250,3 +250,62 @@ def test_ingestion_and_product_feeds_keep_their_own_larger_limits(client, owner,
         headers={"Content-Type": "application/json"},
     )  # fmt: skip
     assert (site.status_code, site.json()) == (413, TOO_LARGE)
+
+
+# --- content types of JSON bodies ------------------------------------------------------------------
+
+
+def unsupported(media: str) -> dict:
+    return {
+        "error": {
+            "code": "UNSUPPORTED_MEDIA_TYPE",
+            "message": "This route reads a JSON body: send it with Content-Type: application/json, "
+            f"not '{media}'",
+            "details": None,
+        }
+    }
+
+
+def test_a_json_body_route_answers_415_to_a_body_of_another_content_type(client, owner):
+    login = b'{"email": "nobody@example.com", "password": "wrong"}'
+    for media in ("application/xml", "text/plain", "text/plain; charset=utf-8"):
+        response = client.post("/auth/login", content=login, headers={"Content-Type": media})
+        assert (response.status_code, response.json()) == (415, unsupported(media.split(";")[0])), media
+    form = client.post("/auth/register", data={"email": "form@example.com", "password": "long enough"})
+    assert (form.status_code, form.json()) == (415, unsupported("application/x-www-form-urlencoded"))
+
+    site = owner.make_site(name="Typed", domain="typed.example.com")
+    renamed = owner.put(
+        f"/sites/{site['id']}", content=b'{"name": "Renamed"}', headers={"Content-Type": "text/plain"}
+    )
+    assert (renamed.status_code, renamed.json()) == (415, unsupported("text/plain"))
+    assert owner.get(f"/sites/{site['id']}").json()["name"] == "Typed"
+
+
+def test_json_in_any_spelling_and_bodyless_requests_are_read_as_before(client, owner):
+    login = b'{"email": "nobody@example.com", "password": "wrong"}'
+    for media in ("application/json", "Application/JSON; charset=UTF-8", "application/merge-patch+json"):
+        response = client.post("/auth/login", content=login, headers={"Content-Type": media})
+        assert (response.status_code, response.json()["error"]["code"]) == (401, "INVALID_CREDENTIALS"), media
+    empty = client.post("/auth/login", content=b"", headers={"Content-Type": "text/plain"})
+    assert empty.status_code == 400
+    assert empty.json()["error"]["details"] == [
+        {"field": "body", "message": "Field required", "type": "missing"}
+    ]
+    assert client.post("/auth/logout", content=b"", headers={"Content-Type": "text/plain"}).status_code == 400
+
+
+def test_ingestion_keeps_reading_text_plain_and_refusing_forms_its_own_way(client, owner, store):
+    shop = make_verified_site(owner, store, domain="beacon.example.com")
+    url = f"/public/sites/{shop['siteKey']}/identify"
+    origin = {"Origin": "https://beacon.example.com"}
+
+    beacon = client.post(
+        url,
+        content=b'{"visitorId": "v-1", "userId": "u-1"}',
+        headers={**origin, "Content-Type": "text/plain"},
+    )
+    form = client.post(url, data={"visitorId": "v-1", "userId": "u-1"}, headers=origin)
+
+    assert (beacon.status_code, beacon.json()) == (200, {"success": True, "merged": True})
+    assert (form.status_code, form.json()["error"]["code"]) == (400, "UNSUPPORTED_CONTENT_TYPE")
