@@ -29,6 +29,7 @@ from api.analytics.site_events import router as site_events_router
 from api.analytics.sql import router as sql_router
 from api.auth.routes import router as auth_router
 from api.body_limit import BodyLimit
+from api.head_requests import HeadAsGet
 from api.errors import ERROR_RESPONSE_SCHEMA, install_error_handlers
 from api.hot_path import AisleApp, HotPath
 from api.ingest_routes import accept_event_batch
@@ -174,6 +175,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         for router in (public_ingest_router, public_consent_router, tracking_router)
         for route in router.routes
     ]
+    app.add_middleware(HeadAsGet)
     app.add_middleware(
         BodyLimit,
         max_bytes=settings.max_request_body_bytes,

@@ -32,6 +32,19 @@ def test_wrong_method_is_405_in_the_envelope(client):
     assert response.json()["error"]["code"] == "METHOD_NOT_ALLOWED"
 
 
+def test_head_answers_as_get_would_without_the_body(client, owner):
+    for path, session in (("/openapi.json", client), ("/auth/me", owner)):
+        got, head = session.get(path), session.request("HEAD", path)
+        assert (head.status_code, head.content) == (200, b""), path
+        assert head.headers["content-type"] == got.headers["content-type"]
+        assert head.headers["content-length"] == str(len(got.content))
+    refused = client.head("/auth/me")
+    assert (refused.status_code, refused.content) == (401, b"")
+    assert refused.headers["www-authenticate"] == "Bearer"
+    not_a_read = client.head("/auth/login")
+    assert (not_a_read.status_code, not_a_read.headers["allow"]) == (405, "POST")
+
+
 def test_validation_failure_is_400_with_field_details(client):
     response = client.post("/auth/login", json={"email": "x@example.com"})
     assert response.status_code == 400
