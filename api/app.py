@@ -29,8 +29,8 @@ from api.analytics.site_events import router as site_events_router
 from api.analytics.sql import router as sql_router
 from api.auth.routes import router as auth_router
 from api.body_limit import BodyLimit
-from api.head_requests import HeadAsGet
 from api.errors import ERROR_RESPONSE_SCHEMA, install_error_handlers
+from api.head_requests import HeadAsGet
 from api.hot_path import AisleApp, HotPath
 from api.ingest_routes import accept_event_batch
 from api.ingest_routes import private as tracking_router
