@@ -36,12 +36,18 @@ def throttle(
     return _checked(window, response, limit=limit, code=code)
 
 
-async def throttle_async(
-    hot: HotState, response: Response | None, *, limit: Limit, subject: str, code: str = "RATE_LIMITED"
+async def throttle_each_async(
+    hot: HotState, *, limit: Limit, subjects: list[str], code: str = "RATE_LIMITED"
 ) -> dict[str, str]:
-    """``throttle`` for the busiest routes: counts without holding the event loop while Redis answers."""
-    window = await hot.hit_async(f"rl:{limit.name}:{subject}", window_seconds=limit.window_seconds)
-    return _checked(window, response, limit=limit, code=code)
+    """``throttle`` for the busiest route, counting without holding the event loop while Redis
+    answers, for a request that speaks for several subjects (a batch naming several visitors): each is
+    counted, the request is refused when any of them is spent, and the headers are those of the
+    subject with the least left."""
+    windows = [
+        await hot.hit_async(f"rl:{limit.name}:{subject}", window_seconds=limit.window_seconds)
+        for subject in subjects
+    ]
+    return _checked(max(windows, key=lambda window: window.count), None, limit=limit, code=code)
 
 
 def _checked(window: WindowCount, response: Response | None, *, limit: Limit, code: str) -> dict[str, str]:
