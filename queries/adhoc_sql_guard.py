@@ -460,6 +460,8 @@ def _check_tree(tree: exp.Expression, source: str) -> None:
             )  # fmt: skip
         if isinstance(node, exp.Table):
             _check_table(node, source)
+        elif isinstance(node, exp.Pivot):
+            _check_pivot(node, source)
         elif isinstance(node, exp.Func):
             in_from = isinstance(node.parent, exp.Table | exp.Lateral) and node.arg_key == "this"
             if in_from and isinstance(node, exp.Anonymous) and node.name.lower() == "table":
@@ -495,6 +497,41 @@ def _check_tree(tree: exp.Expression, source: str) -> None:
             _check_bare_name(node, source)
         elif isinstance(node, (exp.Placeholder, exp.Parameter)):
             _parameter_name(node)
+
+
+def _check_pivot(pivot: exp.Pivot, source: str) -> None:
+    """Refuse a PIVOT that does not list the values it turns into columns. DuckDB finds them by running
+    statements of its own before the query (it creates a type of the distinct values), which the
+    sandbox's one-SELECT rule refuses at run time with no word of PIVOT; IN (ANY) and IN (SELECT ...)
+    of other dialects have no DuckDB form at all."""
+    if pivot.args.get("unpivot"):
+        return
+    # DuckDB's own form, PIVOT t ON col IN (...) USING agg, keeps the table in `this`; the SQL standard's
+    # t PIVOT (agg FOR col IN (...)) hangs off the table and keeps its columns in `fields`.
+    simplified = pivot.args.get("this") is not None
+    for on in pivot.expressions if simplified else pivot.args.get("fields") or []:
+        values = on.expressions if isinstance(on, exp.In) else []
+        listed = (
+            values
+            and not on.args.get("query")
+            and not on.args.get("field")
+            and not any(v.find(exp.Query, exp.PivotAny) for v in values)
+        )
+        if listed:
+            continue
+        column = on.this if isinstance(on, exp.In) else on
+        written = " ".join(column.sql(dialect="duckdb").split())
+        example = f"ON {written} IN ('a', 'b')" if simplified else f"FOR {written} IN ('a', 'b')"
+        details: dict[str, Any] = {"unsupported": f"PIVOT {'ON' if simplified else 'FOR'} {written}"[:60]}
+        position = _position_of(column, source)
+        if position:
+            details["position"] = position
+        raise SqlError(
+            "SQL_UNSUPPORTED",
+            f"PIVOT needs an IN (...) list of the values of {written} to turn into columns ({example}); "
+            "without one DuckDB runs statements of its own to find them, which is not allowed here",
+            details,
+        )
 
 
 def _check_bare_name(column: exp.Column, source: str) -> None:

@@ -551,6 +551,36 @@ def test_constructs_duckdb_has_no_form_of_are_unsupported_not_syntax_errors(shop
     )
 
 
+def test_pivot_runs_with_its_values_listed_and_is_unsupported_without_them(shop):
+    assert rows(shop, "SELECT * FROM (PIVOT events ON name IN ('page_view', 'purchase') USING count(*) "
+                      "GROUP BY date) ORDER BY date") == [
+        (date(2024, 3, 1), 2, 1), (date(2024, 3, 2), 2, 0),
+    ]  # fmt: skip
+    assert rows(shop, "SELECT * FROM (SELECT visitor_id, name FROM events) PIVOT (count(*) FOR name IN "
+                      "('purchase')) ORDER BY visitor_id") == [("ann", 1), ("bob", 0), ("cy", 0)]  # fmt: skip
+    # Without the list DuckDB ran statements of its own to find the values, and the run was refused as
+    # SQL_STATEMENT_NOT_ALLOWED ("Only one read-only SELECT statement may run") though the docs allow it.
+    with pytest.raises(SqlError) as refused:
+        rows(shop, "SELECT *\nFROM (PIVOT events ON name USING count(*) GROUP BY date)")
+    assert (refused.value.code, refused.value.message, refused.value.details) == (
+        "SQL_UNSUPPORTED",
+        "PIVOT needs an IN (...) list of the values of name to turn into columns (ON name IN ('a', 'b')); "
+        "without one DuckDB runs statements of its own to find them, which is not allowed here",
+        {"unsupported": "PIVOT ON name", "position": {"line": 2, "column": 23}},
+    )
+    cases = [
+        ("duckdb", "WITH p AS (PIVOT events ON date, name USING count(*)) SELECT * FROM p", "PIVOT ON date"),
+        ("duckdb", "SELECT * FROM (PIVOT events ON name IN (SELECT 'x') USING count(*))", "PIVOT ON name"),
+        ("snowflake", "SELECT * FROM events PIVOT (count(*) FOR name IN (ANY))", "PIVOT FOR name"),
+        ("snowflake", "SELECT * FROM events PIVOT (count(*) FOR name IN (SELECT name FROM events))",
+         "PIVOT FOR name"),
+    ]  # fmt: skip
+    for dialect, query, unsupported in cases:
+        with pytest.raises(SqlError) as refused:
+            guard(query, dialect=dialect)
+        assert (refused.value.code, refused.value.details["unsupported"]) == ("SQL_UNSUPPORTED", unsupported)
+
+
 def test_duckdb_with_ctes_and_a_join_of_views(shop):
     sql = """
         WITH buyers AS (SELECT DISTINCT visitor_id FROM orders WHERE NOT is_refund)
