@@ -176,6 +176,12 @@ def test_errors_in_the_sql_are_400_with_message_and_position(app, owner):
     assert_error(
         owner.post(SQL, json={"siteId": site["id"], "query": "SELECT $x"}), 400, "SQL_PARAMETER_MISSING"
     )
+    # Past DuckDB's expression depth: once a syntax error though the SQL is fine.
+    deep = "SELECT " + " + ".join(["1"] * 1100)
+    error = assert_error(owner.post(SQL, json={"siteId": site["id"], "query": deep}), 400, "SQL_TOO_COMPLEX")
+    assert error["message"].startswith(
+        "An expression of the query nests too deeply: DuckDB allows 1000 levels"
+    )
 
 
 def test_a_query_over_its_time_limit_answers_408(app, owner):
@@ -248,6 +254,7 @@ def test_openapi_documents_the_routes_and_bodies(client):
     assert {"200", "400", "401", "403", "408"} <= set(route["responses"])
     assert "text/csv" in route["responses"]["200"]["content"]
     assert "X-Aisle-Truncated" in route["responses"]["200"]["headers"]
+    assert "`SQL_TOO_COMPLEX`" in route["description"]
     saved = spec["paths"]["/api/v1/analytics/sql/saved/{id}"]
     assert set(saved) == {"get", "put", "delete"}
     assert "/api/v1/analytics/sql/saved/{id}/run" in spec["paths"]

@@ -704,6 +704,22 @@ def test_errors_advise_what_a_query_can_do_not_statements_the_sandbox_refuses(sh
     assert rows(shop, "SELECT 7 // NULLIF(0, 0) AS quotient") == [(None,)]
 
 
+def test_an_expression_deeper_than_duckdb_allows_is_too_complex_not_a_syntax_error(shop):
+    # sqlglot reads a long chain of + flat; DuckDB nests it one level per operator and stops at 1000, in its
+    # parser (answered SQL_SYNTAX_ERROR) or its binder (SQL_INVALID), though nothing in the SQL is wrong.
+    message = (
+        "An expression of the query nests too deeply: DuckDB allows 1000 levels, and each operator of a chain "
+        "such as a + b + c or a || b || c is one; write it with fewer levels (list_sum([a, b, c]), "
+        "concat(a, b, c)) or in steps with CTEs"
+    )
+    for terms in (1000, 1100):  # past the binder's limit, then the parser's
+        with pytest.raises(SqlError) as refused:
+            rows(shop, "SELECT " + " + ".join(["1"] * terms) + " AS n")
+        assert (refused.value.code, refused.value.message) == ("SQL_TOO_COMPLEX", message)
+        assert refused.value.details["maxDepth"] == 1000
+    assert rows(shop, "SELECT list_sum([" + ", ".join(["1"] * 1100) + "]) AS n") == [(1100,)]
+
+
 def test_execute_runs_a_guarded_query(shop):
     query = guard("SELECT count(*) AS n FROM people WHERE person_id LIKE :p", dialect="snowflake")
     assert query.parameters == ("p",)
