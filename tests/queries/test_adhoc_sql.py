@@ -253,6 +253,41 @@ def test_refusals_name_what_was_refused_and_where(shop):
     assert refused.value.details["duckdbSql"] == "SELECT CURRENT_SETTING('x') FROM events"
 
 
+def test_refusals_name_functions_and_parameters_as_the_caller_wrote_them():
+    # sqlglot named T-SQL's OPENJSON after its class (open_j_s_o_n), ClickHouse's currentDatabase by its
+    # generic name, a parameter as generic SQL writes it (Snowflake's $1 as :1), and ROWS FROM as table ''.
+    cases = [
+        ("tsql", "SELECT * FROM OPENJSON('[1]')", "SQL_TABLE_FUNCTION_NOT_ALLOWED",
+         {"refused": "openjson", "kind": "table_function"}, "Table function 'openjson' is not allowed;"),
+        # No position rather than that of the argument `metadata`.
+        ("tsql", "SELECT OPENJSON(metadata) FROM events", "SQL_FUNCTION_NOT_ALLOWED",
+         {"refused": "openjson", "kind": "function"}, "Function 'openjson' is not allowed;"),
+        ("clickhouse", "SELECT 1,\n currentDatabase()", "SQL_FUNCTION_NOT_ALLOWED",
+         {"refused": "currentDatabase", "kind": "function", "position": {"line": 2, "column": 2}},
+         "Function 'currentDatabase' is not allowed;"),
+        ("duckdb", "SELECT getEnv('HOME')", "SQL_FUNCTION_NOT_ALLOWED",
+         {"refused": "getEnv", "kind": "function", "position": {"line": 1, "column": 8}},
+         "Function 'getEnv' is not allowed;"),
+        ("snowflake", "SELECT $1 FROM events", "SQL_PARAMETER_UNNAMED", {"refused": "$1", "kind": "parameter"},
+         "Use named parameters ($name in DuckDB, :name or @name in other dialects), not $1"),
+        ("duckdb", "SELECT $1", "SQL_PARAMETER_UNNAMED", {"refused": "$1", "kind": "parameter"},
+         "Use named parameters ($name in DuckDB, :name or @name in other dialects), not $1"),
+        ("postgres", "SELECT * FROM events WHERE name = %s", "SQL_PARAMETER_UNNAMED",
+         {"refused": "%s", "kind": "parameter"},
+         "Use named parameters ($name in DuckDB, :name or @name in other dialects), not %s"),
+        ("postgres", "SELECT * FROM ROWS FROM (generate_series(1, 2), generate_series(1, 3))", "SQL_UNSUPPORTED",
+         {"unsupported": "ROWS FROM (GENERATE_SERIES(1, 2), GENERATE_SERIES(1, 3))"},
+         "ROWS FROM (...) has no DuckDB equivalent; call the table function in FROM itself "
+         "(FROM generate_series(1, 3)), or join one per function"),
+    ]  # fmt: skip
+    for dialect, query, code, details, message in cases:
+        with pytest.raises(SqlError) as refused:
+            guard(query, dialect=dialect)
+        refused.value.details.pop("duckdbSql", None)
+        assert (refused.value.code, refused.value.details) == (code, details), query
+        assert refused.value.message.startswith(message), refused.value.message
+
+
 def test_a_refused_statement_is_named_by_the_keyword_it_starts_with():
     # sqlglot reads statements it does not know as something else: CHECKPOINT as a column, DEALLOCATE x
     # as an alias, TRUNCATE as "TruncateTable".
