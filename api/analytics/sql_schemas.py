@@ -65,7 +65,9 @@ class SqlColumn(CamelModel):
 
 class SqlResultOut(CamelModel):
     """A json answer. Decimals (money) are strings, times ISO 8601 UTC, intervals ISO 8601 durations,
-    bytes base64; lists and structs nest."""
+    bytes base64; lists and structs nest. Integers are numbers, except in a column of 64-bit or wider
+    integers holding one past +-(2^53 - 1), which JavaScript would round: there every such integer of the
+    column is a string of its digits."""
 
     columns: list[SqlColumn]
     rows: list[list[Any]] = Field(description="One array per row, values in column order.")

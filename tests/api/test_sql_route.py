@@ -70,6 +70,14 @@ def test_money_times_and_lists_are_exact_on_the_wire(app, owner):
     assert body["rows"] == [["o-1", "42.500000", "2024-03-01T10:05:00Z", "Shoe", [1, 2]]]
 
 
+def test_integers_javascript_cannot_hold_exactly_make_their_column_strings(app, owner):
+    site = owner.make_site()
+    query = "SELECT x AS small, x + 9007199254740991 AS big FROM (VALUES (1::BIGINT), (2::BIGINT)) AS t(x) ORDER BY x"
+    response = owner.post(SQL, json={"siteId": site["id"], "query": query})
+    assert response.status_code == 200, response.text
+    assert '"rows":[[1,"9007199254740992"],[2,"9007199254740993"]]' in response.text
+
+
 def test_views_of_the_site(app, owner):
     site = site_with_data(app, owner)
     queries = {

@@ -869,6 +869,32 @@ def test_an_integer_wider_than_38_digits_is_an_error_not_a_wrapped_number(shop):
     assert refused.value.code == "SQL_EXECUTION_ERROR" and "DECIMAL(38,0)" in refused.value.message
 
 
+def test_json_gives_a_column_of_integers_javascript_cannot_hold_exactly_as_strings(shop):
+    from queries.adhoc_sql_formats import csv_chunks, json_body
+
+    # JSON.parse rounds a number past 2^53 - 1 without a word (9007199254740993 reads as ...992): such
+    # values were numbers, and only a HUGEINT past 2^63 a string.
+    result = run_sql(shop, """SELECT * FROM (VALUES
+        (9007199254740991::BIGINT, 9007199254740992::BIGINT, [1]::BIGINT[], {'n': 1::BIGINT, 'i': 1::INTEGER},
+         1::HUGEINT, 18446744073709551615::UBIGINT, 3::HUGEINT, MAP {1::BIGINT: 'a'}),
+        (-9007199254740991::BIGINT, NULL::BIGINT, [9007199254740993]::BIGINT[],
+         {'n': 9007199254740993::BIGINT, 'i': 2::INTEGER}, -9007199254740992::HUGEINT, 1::UBIGINT, NULL::HUGEINT,
+         MAP {9007199254740993::BIGINT: 'b'})
+    ) AS t(safe, past, list, struct, huge, unsigned, sum, map)""", site_id=SITE)  # fmt: skip
+    assert json.loads(json_body(result))["rows"] == [
+        [9007199254740991, "9007199254740992", ["1"], {"n": "1", "i": 1}, "1", "18446744073709551615", 3,
+         [["1", "a"]]],
+        [-9007199254740991, None, ["9007199254740993"], {"n": "9007199254740993", "i": 2}, "-9007199254740992",
+         "1", None, [["9007199254740993", "b"]]],
+    ]  # fmt: skip
+    # CSV (and Parquet) carry integers exactly as they are.
+    assert b"".join(csv_chunks(result)).decode().splitlines()[1:] == [
+        '9007199254740991,9007199254740992,"[1]","{""n"":1,""i"":1}",1,18446744073709551615,3,"[[1,""a""]]"',
+        '-9007199254740991,,"[9007199254740993]","{""n"":9007199254740993,""i"":2}",-9007199254740992,1,,'
+        '"[[9007199254740993,""b""]]"',
+    ]
+
+
 def test_dates_and_times_python_cannot_hold_come_as_text(shop):
     from queries.adhoc_sql_formats import csv_chunks, json_body, text_table
 
