@@ -202,6 +202,8 @@ def delete_saved_query(owned: WritableSaved, store: StoreDep, principal: Current
         "any format, as POST /analytics/sql would. Values are checked against their declared type "
         "(`SQL_PARAMETER_INVALID`) and bound by the engine, never formatted into the SQL; a value for no "
         "declared parameter answers `SQL_PARAMETER_UNKNOWN`, a required one left out `SQL_PARAMETER_MISSING`. "
+        "An explicit `null` is not the default: it binds SQL NULL for a parameter declared `nullable: true` "
+        "and answers `SQL_PARAMETER_INVALID` for any other. "
         f"{REFUSALS}\n\n{READ_ACCESS}"
     ),
 )

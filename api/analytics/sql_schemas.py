@@ -87,6 +87,10 @@ class SavedQueryParameter(StrictCamelModel):
     default: ParameterValue = Field(
         default=None, description="Used when a run gives no value (required: false)."
     )
+    nullable: bool = Field(
+        default=False,
+        description="A run may send `null`, bound as SQL NULL, only when true; `null` is never the default.",
+    )
     description: str | None = Field(default=None, max_length=2000)
 
 
