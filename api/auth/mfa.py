@@ -9,14 +9,29 @@ from typing import Any
 import pyotp
 from sqlalchemy import Connection, Engine
 
+from aisle.settings import Settings
 from api.auth import tokens
 from api.errors import BadRequest, Conflict
+from api.throttle import GuessThrottle, Limit
 from warehouse.catalog import backup_codes, users
+from warehouse.hotstate import HotState
 
 ISSUER_NAME = "Aisle"
 BACKUP_CODE_COUNT = 10
 # Accept the previous and next 30 s step too, for clock drift between phone and server.
 VALID_WINDOW = 1
+
+
+def guess_throttle(hot: HotState, settings: Settings, *, user_id: str) -> GuessThrottle:
+    """Wrong MFA codes of one account, counted together whichever route checks them: the password
+    step's per-account policy, since a code is the other half of the same login."""
+    return GuessThrottle(
+        hot,
+        limit=Limit("mfa-account", settings.login_max_failures_per_account, settings.login_window_seconds),
+        subject=user_id,
+        code="MFA_THROTTLED",
+        message="Too many wrong MFA codes for this account; try again later",
+    )
 
 
 def _normalise(code: str) -> str:

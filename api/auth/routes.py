@@ -88,12 +88,17 @@ def verify_mfa_login(
     address: ClientAddress,
     response: Response,
 ) -> Tokens:
-    """Exchange an MFA challenge and a TOTP or backup code for tokens (throttled per address)."""
+    """Exchange an MFA challenge and a TOTP or backup code for tokens. Attempts are throttled per
+    client address, wrong codes per account (after the password step's number of failures within its
+    window, 429 `MFA_THROTTLED` with Retry-After, even for a right code); every answer carries the
+    address limit's `X-RateLimit-*` headers."""
     limit = Limit("mfa-address", settings.login_max_attempts_per_address, settings.login_window_seconds)
     headers = throttle(hot, response, limit=limit, subject=address, code="LOGIN_THROTTLED")
     with headers_on_errors(headers):
         return _tokens(
-            service.verify_mfa_login(store, settings, challenge_token=body.challenge_token, code=body.code)
+            service.verify_mfa_login(
+                store, settings, hot, challenge_token=body.challenge_token, code=body.code
+            )
         )
 
 

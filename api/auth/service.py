@@ -138,14 +138,21 @@ def login(store: Engine, settings: Settings, hot: HotState, *, email: str, passw
     return issue_session(store, settings, user=user)
 
 
-def verify_mfa_login(store: Engine, settings: Settings, *, challenge_token: str, code: str) -> TokenPair:
+def verify_mfa_login(
+    store: Engine, settings: Settings, hot: HotState, *, challenge_token: str, code: str
+) -> TokenPair:
+    """Tokens for a challenge and a right TOTP or backup code. Wrong codes count against the account
+    (``mfa.guess_throttle``), not the challenge, so fresh challenges do not buy fresh guesses."""
     claims = tokens.read(settings.signing_key, challenge_token, kind="mfa_challenge")
+    guesses = mfa.guess_throttle(hot, settings, user_id=claims["sub"])
     with store.begin() as conn:
         user = users.get(conn, user_id=claims["sub"])
         if not user or not user["mfa_enabled"]:
             raise Unauthorized("MFA challenge is no longer valid", code="TOKEN_INVALID")
+        guesses.count_guess()
         if not mfa.check_code_or_backup(conn, user=user, code=code):
             raise Unauthorized("The MFA code is wrong", code="MFA_CODE_INVALID")
+    guesses.forget()
     return issue_session(store, settings, user=user)
 
 

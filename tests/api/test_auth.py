@@ -6,12 +6,10 @@ from __future__ import annotations
 import email
 import email.policy
 import re
-import time
 
-import pyotp
 import pytest
 
-from tests.factories import PASSWORD, Session, bearer, login, make_user
+from tests.factories import PASSWORD, bearer, enable_mfa, login, make_user, totp_code
 
 
 def register(client, **fields):
@@ -28,10 +26,6 @@ def outbox_messages(settings):
 
 def verification_token(message) -> str:
     return re.search(r"verification-token: (\S+)", message.get_content()).group(1)
-
-
-def totp_code(secret: str, *, offset_steps: int = 0) -> str:
-    return pyotp.TOTP(secret).at(int(time.time()) + 30 * offset_steps)
 
 
 # --- register -------------------------------------------------------------------------------------
@@ -193,15 +187,6 @@ def test_revoke_needs_a_token_and_the_callers_own_refresh_token(client, store):
 
 
 # --- MFA ------------------------------------------------------------------------------------------
-
-
-def enable_mfa(session: Session) -> tuple[str, list[str]]:
-    setup = session.post("/auth/mfa/setup")
-    assert setup.status_code == 200
-    secret = setup.json()["secret"]
-    enabled = session.post("/auth/mfa/enable", json={"code": totp_code(secret)})
-    assert enabled.status_code == 200, enabled.text
-    return secret, enabled.json()["backupCodes"]
 
 
 def test_mfa_setup_returns_secret_and_otpauth_uri(owner):
