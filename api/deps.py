@@ -10,9 +10,10 @@ from fastapi import Depends, Path, Request
 from sqlalchemy import Engine
 
 from aisle.settings import Settings
-from api.auth import tokens
+from api.auth import mfa, tokens
 from api.auth.permissions import SITES_READ, SITES_WRITE, permissions_for
 from api.errors import BadRequest, Forbidden, Unauthorized
+from api.throttle import GuessThrottle
 from jobs.mail import Outbox
 from warehouse.catalog import sites, users
 from warehouse.hotstate import HotState
@@ -90,6 +91,14 @@ def _principal(request: Request, settings: SettingsDep, store: StoreDep) -> Prin
 
 
 CurrentUser = Annotated[Principal, Depends(_principal)]
+
+
+async def _mfa_guesses(principal: CurrentUser, hot: HotStateDep, settings: SettingsDep) -> GuessThrottle:
+    return mfa.guess_throttle(hot, settings, user_id=principal.user_id)
+
+
+# Wrong MFA codes of the caller's account (shared with the login's MFA step).
+MfaGuesses = Annotated[GuessThrottle, Depends(_mfa_guesses)]
 
 
 def require(permission: str):

@@ -99,3 +99,19 @@ class GuessThrottle:
         """The guess was right: earlier failures no longer count."""
         self._hot.clear(self._key)
         self._window = WindowCount(0, 0)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        if self._window is None:
+            self._window = self._hot.peek(self._key)
+        return rate_limit_headers(self._limit, self._window)
+
+    @contextmanager
+    def sending_headers(self, response: Response) -> Iterator[None]:
+        """Every answer of the block, errors too, carries this throttle's rate-limit headers."""
+        try:
+            yield
+        except AppError as exc:
+            exc.headers = {**self.headers, **(exc.headers or {})}
+            raise
+        response.headers.update(self.headers)

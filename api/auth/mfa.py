@@ -89,46 +89,62 @@ def setup(store: Engine, *, user_id: str) -> dict[str, str]:
     return {"secret": secret, "otpauth_uri": uri}
 
 
-def verify(store: Engine, *, user_id: str, code: str) -> bool:
+# The logged-in routes below take the account's ``guess_throttle``: a stolen access token must not
+# buy unlimited guesses at a code either.
+
+
+def verify(store: Engine, guesses: GuessThrottle, *, user_id: str, code: str) -> bool:
     with store.begin() as conn:
         user = users.get(conn, user_id=user_id)
         if not user["mfa_secret"]:
             raise BadRequest("Start with POST /auth/mfa/setup", code="MFA_NOT_SET_UP")
-        return check_totp(conn, user=user, code=code)
+        guesses.count_guess()
+        valid = check_totp(conn, user=user, code=code)
+    if valid:
+        guesses.forget()
+    return valid
 
 
-def enable(store: Engine, *, user_id: str, code: str) -> list[str]:
+def enable(store: Engine, guesses: GuessThrottle, *, user_id: str, code: str) -> list[str]:
     with store.begin() as conn:
         user = users.get(conn, user_id=user_id)
         if user["mfa_enabled"]:
             raise Conflict("MFA is already enabled", code="MFA_ALREADY_ENABLED")
         if not user["mfa_secret"]:
             raise BadRequest("Start with POST /auth/mfa/setup", code="MFA_NOT_SET_UP")
+        guesses.count_guess()
         if not check_totp(conn, user=user, code=code):
             raise BadRequest("The MFA code is wrong", code="MFA_CODE_INVALID")
         users.update_fields(conn, user_id=user_id, mfa_enabled=True)
-        return _new_backup_codes(conn, user_id=user_id)
+        codes = _new_backup_codes(conn, user_id=user_id)
+    guesses.forget()
+    return codes
 
 
-def disable(store: Engine, *, user_id: str, code: str) -> None:
+def disable(store: Engine, guesses: GuessThrottle, *, user_id: str, code: str) -> None:
     with store.begin() as conn:
         user = users.get(conn, user_id=user_id)
         if not user["mfa_enabled"]:
             raise BadRequest("MFA is not enabled", code="MFA_NOT_ENABLED")
+        guesses.count_guess()
         if not check_code_or_backup(conn, user=user, code=code):
             raise BadRequest("The MFA code is wrong", code="MFA_CODE_INVALID")
         users.update_fields(conn, user_id=user_id, mfa_enabled=False, mfa_secret=None, mfa_last_timestep=None)
         backup_codes.delete_all(conn, user_id=user_id)
+    guesses.forget()
 
 
-def regenerate_backup_codes(store: Engine, *, user_id: str, code: str) -> list[str]:
+def regenerate_backup_codes(store: Engine, guesses: GuessThrottle, *, user_id: str, code: str) -> list[str]:
     with store.begin() as conn:
         user = users.get(conn, user_id=user_id)
         if not user["mfa_enabled"]:
             raise BadRequest("MFA is not enabled", code="MFA_NOT_ENABLED")
+        guesses.count_guess()
         if not check_totp(conn, user=user, code=code):
             raise BadRequest("The MFA code is wrong", code="MFA_CODE_INVALID")
-        return _new_backup_codes(conn, user_id=user_id)
+        codes = _new_backup_codes(conn, user_id=user_id)
+    guesses.forget()
+    return codes
 
 
 def status(store: Engine, *, user_id: str) -> dict[str, Any]:

@@ -27,7 +27,15 @@ from api.auth.schemas import (
     VerifyMfaLoginBody,
     user_out,
 )
-from api.deps import ClientAddress, CurrentUser, HotStateDep, OutboxDep, SettingsDep, StoreDep
+from api.deps import (
+    ClientAddress,
+    CurrentUser,
+    HotStateDep,
+    MfaGuesses,
+    OutboxDep,
+    SettingsDep,
+    StoreDep,
+)
 from api.schemas import Ok
 from api.throttle import Limit, headers_on_errors, throttle
 from warehouse.catalog import users
@@ -137,31 +145,48 @@ def mfa_setup(store: StoreDep, principal: CurrentUser) -> MfaSetup:
     return MfaSetup(**mfa.setup(store, user_id=principal.user_id))
 
 
+# Routes that check a code count wrong ones against the account, as the login's MFA step does:
+# after the password step's number of failures within its window, 429 `MFA_THROTTLED` (a right code
+# too); every answer carries that limit's `X-RateLimit-*` headers.
+
+
 @router.post("/mfa/verify", response_model=MfaVerified)
-def mfa_verify(body: MfaCodeBody, store: StoreDep, principal: CurrentUser) -> MfaVerified:
-    """Check a TOTP code against the secret from setup without changing anything else."""
-    return MfaVerified(valid=mfa.verify(store, user_id=principal.user_id, code=body.code))
+def mfa_verify(
+    body: MfaCodeBody, store: StoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
+) -> MfaVerified:
+    """Check a TOTP code against the secret from setup without changing anything else.
+    `valid: false` counts as a wrong code for the account's MFA throttle."""
+    with guesses.sending_headers(response):
+        return MfaVerified(valid=mfa.verify(store, guesses, user_id=principal.user_id, code=body.code))
 
 
 @router.post("/mfa/enable", response_model=BackupCodes)
-def mfa_enable(body: MfaCodeBody, store: StoreDep, principal: CurrentUser) -> BackupCodes:
+def mfa_enable(
+    body: MfaCodeBody, store: StoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
+) -> BackupCodes:
     """Turn MFA on with a current TOTP code; answers ten single-use backup codes, shown once."""
-    return BackupCodes(backup_codes=mfa.enable(store, user_id=principal.user_id, code=body.code))
+    with guesses.sending_headers(response):
+        return BackupCodes(backup_codes=mfa.enable(store, guesses, user_id=principal.user_id, code=body.code))
 
 
 @router.post("/mfa/disable", response_model=Ok)
-def mfa_disable(body: MfaCodeBody, store: StoreDep, principal: CurrentUser) -> Ok:
+def mfa_disable(
+    body: MfaCodeBody, store: StoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
+) -> Ok:
     """Turn MFA off; needs a current TOTP code or an unused backup code."""
-    mfa.disable(store, user_id=principal.user_id, code=body.code)
+    with guesses.sending_headers(response):
+        mfa.disable(store, guesses, user_id=principal.user_id, code=body.code)
     return Ok()
 
 
 @router.post("/mfa/backup-codes/regenerate", response_model=BackupCodes)
-def mfa_regenerate(body: MfaCodeBody, store: StoreDep, principal: CurrentUser) -> BackupCodes:
+def mfa_regenerate(
+    body: MfaCodeBody, store: StoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
+) -> BackupCodes:
     """Replace all backup codes (the old ones stop working); needs a current TOTP code."""
-    return BackupCodes(
-        backup_codes=mfa.regenerate_backup_codes(store, user_id=principal.user_id, code=body.code)
-    )
+    with guesses.sending_headers(response):
+        codes = mfa.regenerate_backup_codes(store, guesses, user_id=principal.user_id, code=body.code)
+    return BackupCodes(backup_codes=codes)
 
 
 @router.get("/mfa/status", response_model=MfaStatus)

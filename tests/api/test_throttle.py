@@ -181,6 +181,7 @@ def test_every_login_answer_carries_the_address_rate_limit_headers(client, store
 
 # --- MFA throttles ---------------------------------------------------------------------------------------
 
+MFA_CODE_INVALID = {"code": "MFA_CODE_INVALID", "message": "The MFA code is wrong", "details": None}
 MFA_THROTTLED = {
     "code": "MFA_THROTTLED",
     "message": "Too many wrong MFA codes for this account; try again later",
@@ -235,6 +236,49 @@ def test_a_right_mfa_code_forgets_earlier_wrong_ones(client, owner):
         for _ in range(4):
             assert verify_mfa(client, challenge, "000000").status_code == 401
         assert verify_mfa(client, challenge, right).status_code == 200
+
+
+def test_logged_in_mfa_routes_count_wrong_codes_against_the_account(client, owner):
+    """A stolen access token buys no more guesses than the login does: the routes share one count."""
+    secret, backup = enable_mfa(owner)
+    right = owner.post("/auth/mfa/verify", json={"code": totp_code(secret, offset_steps=1)})
+    assert right.json() == {"valid": True}
+    assert (right.headers["X-RateLimit-Limit"], right.headers["X-RateLimit-Remaining"]) == ("5", "5")
+
+    wrong = [
+        ("/auth/mfa/verify", 200),
+        ("/auth/mfa/disable", 400),
+        ("/auth/mfa/backup-codes/regenerate", 400),
+        ("/auth/mfa/verify", 200),
+        ("/auth/mfa/disable", 400),
+    ]
+    for remaining, (path, status) in zip(("4", "3", "2", "1", "0"), wrong, strict=True):
+        response = owner.post(path, json={"code": "000000"})
+        assert response.status_code == status, path
+        assert response.json() == ({"valid": False} if status == 200 else {"error": MFA_CODE_INVALID})
+        assert response.headers["X-RateLimit-Limit"] == "5"
+        assert response.headers["X-RateLimit-Remaining"] == remaining
+        assert 1 <= int(response.headers["X-RateLimit-Reset"]) <= 900
+
+    for path, code in [
+        ("/auth/mfa/verify", totp_code(secret, offset_steps=1)),
+        ("/auth/mfa/disable", backup[0]),
+        ("/auth/mfa/backup-codes/regenerate", totp_code(secret, offset_steps=1)),
+    ]:
+        assert_mfa_throttled(owner.post(path, json={"code": code}))
+    # The login's MFA step is refused too, and MFA is still on with every backup code.
+    assert_mfa_throttled(verify_mfa(client, mfa_challenge(client, owner.user["email"]), backup[1]))
+    assert owner.get("/auth/mfa/status").json() == {"enabled": True, "backupCodesRemaining": 10}
+
+
+def test_mfa_enable_counts_wrong_codes_against_the_account(owner):
+    secret = owner.post("/auth/mfa/setup").json()["secret"]
+    for _ in range(5):
+        response = owner.post("/auth/mfa/enable", json={"code": "000000"})
+        assert response.status_code == 400
+        assert error_code(response) == "MFA_CODE_INVALID"
+    assert_mfa_throttled(owner.post("/auth/mfa/enable", json={"code": totp_code(secret)}))
+    assert owner.get("/auth/mfa/status").json() == {"enabled": False, "backupCodesRemaining": 0}
 
 
 # --- two deployments ---------------------------------------------------------------------------------------
