@@ -267,6 +267,50 @@ def test_backup_codes_log_in_once_each(client, owner):
     assert owner.get("/auth/mfa/status").json()["backupCodesRemaining"] == 9
 
 
+CHALLENGE_USED = {
+    "code": "MFA_CHALLENGE_USED",
+    "message": "This MFA challenge was already exchanged for tokens; log in again for a new one",
+    "details": None,
+}
+
+
+def verify_mfa(client, challenge: str, code: str):
+    return client.post("/auth/login/verify-mfa", json={"challengeToken": challenge, "code": code})
+
+
+def test_an_mfa_challenge_gives_tokens_once(client, owner):
+    secret, backup = enable_mfa(owner)
+    challenge = client.post("/auth/login", json={"email": owner.user["email"], "password": PASSWORD})
+    challenge = challenge.json()["challengeToken"]
+    assert verify_mfa(client, challenge, totp_code(secret, offset_steps=1)).status_code == 200
+
+    for code in (backup[0], totp_code(secret, offset_steps=1), "000000"):
+        again = verify_mfa(client, challenge, code)
+        assert again.status_code == 401
+        assert again.json()["error"] == CHALLENGE_USED
+    # Refusing the challenge spent no backup code, and a new challenge takes it.
+    assert owner.get("/auth/mfa/status").json()["backupCodesRemaining"] == 10
+    fresh = client.post("/auth/login", json={"email": owner.user["email"], "password": PASSWORD})
+    assert verify_mfa(client, fresh.json()["challengeToken"], backup[0]).status_code == 200
+
+
+def test_concurrent_exchanges_of_one_mfa_challenge_give_one_session(client, owner):
+    from concurrent.futures import ThreadPoolExecutor
+
+    secret, backup = enable_mfa(owner)
+    challenge = client.post("/auth/login", json={"email": owner.user["email"], "password": PASSWORD})
+    challenge = challenge.json()["challengeToken"]
+    # Five right codes (no more: a sixth guess would meet the account's MFA throttle).
+    codes = [totp_code(secret, offset_steps=1), *backup[:4]]
+    with ThreadPoolExecutor(len(codes)) as pool:
+        answers = list(pool.map(lambda code: verify_mfa(client, challenge, code), codes))
+    assert sorted(a.status_code for a in answers) == [200, 401, 401, 401, 401]
+    assert all(a.json()["error"] == CHALLENGE_USED for a in answers if a.status_code == 401)
+    # Only the winner's code was spent: one backup code is gone unless the TOTP code won.
+    totp_won = answers[0].status_code == 200
+    assert owner.get("/auth/mfa/status").json()["backupCodesRemaining"] == (10 if totp_won else 9)
+
+
 def test_backup_codes_regenerate_replaces_the_old_ones(client, owner):
     secret, old = enable_mfa(owner)
     assert owner.post("/auth/mfa/backup-codes/regenerate", json={"code": "000000"}).status_code == 400
