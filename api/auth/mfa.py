@@ -48,15 +48,17 @@ def _matching_timestep(secret: str, code: str) -> int | None:
     return None
 
 
-def check_totp(conn: Connection, *, user: dict[str, Any], code: str) -> bool:
-    """A TOTP code is accepted once: a replay of the same (or an older) step is refused."""
+def check_totp(conn: Connection, *, user: dict[str, Any], code: str, consume: bool = True) -> bool:
+    """A TOTP code is accepted once: a replay of the same (or an older) step is refused. With
+    ``consume=False`` the code is checked without spending its step."""
     code = _normalise(code)
     if not user["mfa_secret"] or not code.isdigit():
         return False
     step = _matching_timestep(user["mfa_secret"], code)
     if step is None or (user["mfa_last_timestep"] is not None and step <= user["mfa_last_timestep"]):
         return False
-    users.update_fields(conn, user_id=user["id"], mfa_last_timestep=step)
+    if consume:
+        users.update_fields(conn, user_id=user["id"], mfa_last_timestep=step)
     return True
 
 
@@ -99,7 +101,10 @@ def verify(store: Engine, guesses: GuessThrottle, *, user_id: str, code: str) ->
         if not user["mfa_secret"]:
             raise BadRequest("Start with POST /auth/mfa/setup", code="MFA_NOT_SET_UP")
         guesses.count_guess()
-        valid = check_totp(conn, user=user, code=code)
+        # Before MFA is on, verify only tests the secret being set up: spending the step would
+        # refuse the same code at enable a moment later. Once on, a code opens as much as a login's,
+        # so it is spent as a login's is.
+        valid = check_totp(conn, user=user, code=code, consume=bool(user["mfa_enabled"]))
     if valid:
         guesses.forget()
     return valid

@@ -205,6 +205,29 @@ def test_mfa_verify_checks_a_code_without_enabling(owner):
     assert owner.get("/auth/mfa/status").json()["enabled"] is False
 
 
+def test_mfa_verify_before_enable_leaves_the_code_for_enable(owner):
+    secret = owner.post("/auth/mfa/setup").json()["secret"]
+    code = totp_code(secret)
+    assert owner.post("/auth/mfa/verify", json={"code": code}).json() == {"valid": True}
+    assert owner.post("/auth/mfa/verify", json={"code": code}).json() == {"valid": True}
+    enabled = owner.post("/auth/mfa/enable", json={"code": code})
+    assert enabled.status_code == 200, enabled.text
+    assert len(enabled.json()["backupCodes"]) == 10
+
+
+def test_mfa_verify_once_enabled_spends_the_code_like_a_login(client, owner):
+    secret, _ = enable_mfa(owner)
+    code = totp_code(secret, offset_steps=1)
+    assert owner.post("/auth/mfa/verify", json={"code": code}).json() == {"valid": True}
+    assert owner.post("/auth/mfa/verify", json={"code": code}).json() == {"valid": False}
+    challenge = client.post("/auth/login", json={"email": owner.user["email"], "password": PASSWORD})
+    replay = client.post(
+        "/auth/login/verify-mfa", json={"challengeToken": challenge.json()["challengeToken"], "code": code}
+    )
+    assert replay.status_code == 401
+    assert replay.json()["error"]["code"] == "MFA_CODE_INVALID"
+
+
 def test_mfa_enable_needs_a_correct_code_and_returns_ten_backup_codes(owner):
     secret = owner.post("/auth/mfa/setup").json()["secret"]
     wrong = owner.post("/auth/mfa/enable", json={"code": "000000"})
