@@ -15,7 +15,7 @@ from api.auth.permissions import SITES_READ, SITES_WRITE, permissions_for
 from api.errors import BadRequest, Forbidden, Unauthorized
 from api.throttle import GuessThrottle
 from jobs.mail import Outbox
-from warehouse.catalog import sites, users
+from warehouse.catalog import refresh_tokens, sites, users
 from warehouse.hotstate import HotState
 
 
@@ -76,10 +76,17 @@ def _bearer(request: Request) -> str:
 
 def _principal(request: Request, settings: SettingsDep, store: StoreDep) -> Principal:
     claims = tokens.read(settings.signing_key, _bearer(request), kind="access")
+    session = claims.get("sid")
     with store.connect() as conn:
         user = users.get(conn, user_id=claims["sub"])
+        active = isinstance(session, str) and refresh_tokens.family_active(conn, family_id=session)
     if user is None:
         raise Unauthorized("The account no longer exists", code="TOKEN_INVALID")
+    if not active:
+        raise Unauthorized(
+            "The session has ended (logged out or revoked); log in again", code="SESSION_REVOKED",
+            headers={"WWW-Authenticate": "Bearer"},
+        )  # fmt: skip
     return Principal(
         user_id=user["id"],
         organization_id=user["organization_id"],

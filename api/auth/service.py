@@ -178,11 +178,12 @@ def issue_session(
     store: Engine, settings: Settings, *, user: dict[str, Any], family_id: str | None = None
 ) -> TokenPair:
     refresh = tokens.new_refresh_token()
+    family_id = family_id or str(uuid.uuid4())
     with store.begin() as conn:
         refresh_tokens.create(
             conn,
             user_id=user["id"],
-            family_id=family_id or str(uuid.uuid4()),
+            family_id=family_id,
             token_hash=tokens.digest(refresh),
             expires_at=utcnow() + timedelta(seconds=settings.refresh_token_ttl_seconds),
         )
@@ -192,6 +193,8 @@ def issue_session(
         subject=user["id"],
         ttl_seconds=settings.access_token_ttl_seconds,
         org=user["organization_id"],
+        # The session the token belongs to: logout and revocation end its access tokens too.
+        sid=family_id,
     )
     return TokenPair(access, refresh, settings.access_token_ttl_seconds)
 

@@ -155,6 +155,31 @@ def test_logout_ends_the_session_but_not_other_sessions(client, store):
     assert client.post("/auth/refresh", json={"refreshToken": laptop["refreshToken"]}).status_code == 401
     assert client.post("/auth/refresh", json={"refreshToken": phone["refreshToken"]}).status_code == 200
     assert client.post("/auth/logout", json={"refreshToken": "rt_unknown"}).status_code == 401
+    # The session's access token ends with it, not when its lifetime runs out.
+    ended = client.get("/auth/me", headers=bearer(laptop["accessToken"]))
+    assert (ended.status_code, ended.json()["error"]["code"]) == (401, "SESSION_REVOKED")
+    assert ended.headers["www-authenticate"] == "Bearer"
+    assert client.get("/auth/me", headers=bearer(phone["accessToken"])).status_code == 200
+
+
+def test_an_access_token_outlives_refresh_rotation_but_not_a_detected_reuse(client, store):
+    user = make_user(store)
+    first = login(client, user["email"])
+    second = client.post("/auth/refresh", json={"refreshToken": first["refreshToken"]}).json()
+    for tokens in (first, second):
+        assert client.get("/auth/me", headers=bearer(tokens["accessToken"])).status_code == 200
+    client.post("/auth/refresh", json={"refreshToken": first["refreshToken"]})  # a replay: the family ends
+    for tokens in (first, second):
+        ended = client.get("/auth/me", headers=bearer(tokens["accessToken"]))
+        assert ended.json()["error"]["code"] == "SESSION_REVOKED"
+
+
+def test_an_access_token_without_a_session_is_refused(client, store, settings):
+    from api.auth import tokens
+
+    user = make_user(store)
+    sessionless = tokens.issue(settings.signing_key, kind="access", subject=user["id"], ttl_seconds=60)
+    assert client.get("/auth/me", headers=bearer(sessionless)).json()["error"]["code"] == "SESSION_REVOKED"
 
 
 def test_revoke_everywhere_ends_every_session(client, store):
@@ -169,6 +194,8 @@ def test_revoke_everywhere_ends_every_session(client, store):
     assert response.status_code == 200
     for tokens in (laptop, phone):
         assert client.post("/auth/refresh", json={"refreshToken": tokens["refreshToken"]}).status_code == 401
+        ended = client.get("/auth/me", headers=bearer(tokens["accessToken"]))
+        assert ended.json()["error"]["code"] == "SESSION_REVOKED"
 
 
 def test_revoke_needs_a_token_and_the_callers_own_refresh_token(client, store):
