@@ -118,6 +118,7 @@ def serve(
         )
     except _write_path_refusals() as exc:
         _refused(exc)
+    _check_can_listen(host, port)
     settings.prepare_data_dir()
     os.environ.setdefault("AISLE_PUBLIC_URL", f"http://{host}:{port}")
     typer.echo(
@@ -131,6 +132,22 @@ def serve(
         log_level="warning",
         access_log=False,
     )
+
+
+def _check_can_listen(host: str, port: int) -> None:
+    """Exit with one clear line when the address is taken, before the app starts its engine (a bind
+    failing inside uvicorn ends the process with the engine's teardown noise after the error)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            probe.bind(address)
+    except OSError as exc:
+        typer.echo(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", err=True)
+        raise typer.Exit(1) from None
 
 
 @app.command()

@@ -10,11 +10,12 @@ from fastapi import Depends, Path, Request
 from sqlalchemy import Engine
 
 from aisle.settings import Settings
-from api.auth import tokens
+from api.auth import mfa, tokens
 from api.auth.permissions import SITES_READ, SITES_WRITE, permissions_for
 from api.errors import BadRequest, Forbidden, Unauthorized
+from api.throttle import GuessThrottle
 from jobs.mail import Outbox
-from warehouse.catalog import sites, users
+from warehouse.catalog import refresh_tokens, sites, users
 from warehouse.hotstate import HotState
 
 
@@ -75,10 +76,17 @@ def _bearer(request: Request) -> str:
 
 def _principal(request: Request, settings: SettingsDep, store: StoreDep) -> Principal:
     claims = tokens.read(settings.signing_key, _bearer(request), kind="access")
+    session = claims.get("sid")
     with store.connect() as conn:
         user = users.get(conn, user_id=claims["sub"])
+        active = isinstance(session, str) and refresh_tokens.family_active(conn, family_id=session)
     if user is None:
         raise Unauthorized("The account no longer exists", code="TOKEN_INVALID")
+    if not active:
+        raise Unauthorized(
+            "The session has ended (logged out or revoked); log in again", code="SESSION_REVOKED",
+            headers={"WWW-Authenticate": "Bearer"},
+        )  # fmt: skip
     return Principal(
         user_id=user["id"],
         organization_id=user["organization_id"],
@@ -90,6 +98,14 @@ def _principal(request: Request, settings: SettingsDep, store: StoreDep) -> Prin
 
 
 CurrentUser = Annotated[Principal, Depends(_principal)]
+
+
+async def _mfa_guesses(principal: CurrentUser, hot: HotStateDep, settings: SettingsDep) -> GuessThrottle:
+    return mfa.guess_throttle(hot, settings, user_id=principal.user_id)
+
+
+# Wrong MFA codes of the caller's account (shared with the login's MFA step).
+MfaGuesses = Annotated[GuessThrottle, Depends(_mfa_guesses)]
 
 
 def require(permission: str):

@@ -18,8 +18,8 @@ from api.openapi_bodies import documented_body
 from api.public.guard import PublicCaller, PublicSite, guard_public_site
 from api.schemas import CamelModel
 from api.store_io import off_loop
-from api.throttle import Limit, throttle, throttle_async
-from ingest.normalise import Context, Rejected, parse_event_batch
+from api.throttle import Limit, headers_on_errors, throttle, throttle_each_async
+from ingest.normalise import Context, Rejected, batch_visitors, parse_event_batch
 from ingest.schemas import (
     MAX_BATCH_EVENTS,
     MAX_BODY_BYTES,
@@ -89,10 +89,14 @@ def _context(caller: PublicCaller, *, sent_at: datetime | None) -> Context:
     )
 
 
+def _visitors_of(items: list[Any]) -> list[str]:
+    """The visitors ``items`` (a raw body's objects) name, each once."""
+    return batch_visitors(item.get("visitorId") if isinstance(item, dict) else None for item in items)
+
+
 def _visitor_of(items: list[Any], fallback: str | None) -> str | None:
-    first = items[0] if items and isinstance(items[0], dict) else {}
-    visitor = first.get("visitorId")
-    return visitor if isinstance(visitor, str) and visitor else fallback
+    """The first visitor ``items`` name, else ``fallback``."""
+    return next(iter(_visitors_of(items)), fallback)
 
 
 async def _durably(awaitable) -> Any:
@@ -132,20 +136,25 @@ async def accept_event_batch(request: Request, site_key: str) -> Response:
     workers = state.batch_workers
     prepared = await workers.prepare(body, _context(caller, sent_at=None)) if workers else None
     if prepared is not None:
-        visitor = prepared.visitor
+        visitors = prepared.visitors
         store = partial(state.ingest.accept_prepared_events, prepared, caller.site["id"])
     elif (valid := parse_event_batch(body)) is not None:
-        visitor = valid.events[0].visitor_id if valid.events else None
+        visitors = batch_visitors(event.visitor_id for event in valid.events)
         store = partial(
             state.ingest.accept_valid_events, valid.events, _context(caller, sent_at=valid.sent_at)
         )
     else:
         batch = EventBatchIn.model_validate(parse_json(body))
-        visitor = _visitor_of(batch.events, None)
+        visitors = _visitors_of(batch.events)
         store = partial(state.ingest.accept_events, batch.events, _context(caller, sent_at=batch.sent_at))
-    headers = await throttle_async(state.hot, None, limit=Limit("events-visitor", state.settings.visitor_batches_per_minute, 60),
-                       subject=f"{caller.site['id']}:{visitor or (request.client.host if request.client else 'unknown')}")  # fmt: skip
-    result = await _durably(store())
+    # A batch counts against every visitor it names (one, from a browser), else its sender's address.
+    sender = request.client.host if request.client else "unknown"
+    headers = await throttle_each_async(
+        state.hot, limit=Limit("events-visitor", state.settings.visitor_batches_per_minute, 60),
+        subjects=[f"{caller.site['id']}:{v}" for v in visitors or [sender]],
+    )  # fmt: skip
+    with headers_on_errors(headers):
+        result = await _durably(store())
     return Response(
         orjson.dumps(result.model_dump(by_alias=True)), media_type="application/json", headers=headers
     )
@@ -198,9 +207,10 @@ async def orders(
     visitor = (
         raw.get("visitorId") if isinstance(raw, dict) and isinstance(raw.get("visitorId"), str) else address
     )
-    throttle(hot, response, limit=Limit("orders-visitor", settings.orders_per_visitor_per_minute, 60),
-             subject=f"{caller.site['id']}:{visitor}")  # fmt: skip
-    return await _accept_order(request, raw, _context(caller, sent_at=None))
+    headers = throttle(hot, response, limit=Limit("orders-visitor", settings.orders_per_visitor_per_minute, 60),
+                       subject=f"{caller.site['id']}:{visitor}")  # fmt: skip
+    with headers_on_errors(headers):
+        return await _accept_order(request, raw, _context(caller, sent_at=None))
 
 
 @public.post(
@@ -215,11 +225,12 @@ async def metrics(
     response: Response,
 ) -> BatchResult:  # fmt: skip
     batch = MetricsBatchIn.model_validate(await read_json(request))
-    throttle(hot, response, limit=Limit("metrics-visitor", settings.visitor_batches_per_minute, 60),
-             subject=f"{caller.site['id']}:{_visitor_of(batch.metrics, address)}")  # fmt: skip
-    return await _durably(
-        _ingest(request).accept_metrics(batch.metrics, _context(caller, sent_at=batch.sent_at))
-    )
+    headers = throttle(hot, response, limit=Limit("metrics-visitor", settings.visitor_batches_per_minute, 60),
+                       subject=f"{caller.site['id']}:{_visitor_of(batch.metrics, address)}")  # fmt: skip
+    with headers_on_errors(headers):
+        return await _durably(
+            _ingest(request).accept_metrics(batch.metrics, _context(caller, sent_at=batch.sent_at))
+        )
 
 
 class IdentifyIn(CamelModel):
@@ -268,8 +279,13 @@ async def identify(
     visitor as its first user). Also stored as an `identify` event."""
     # Read like the other ingestion bodies: the same size limit, content types (sendBeacon) and codes.
     body = IdentifyIn.model_validate(await read_json(request))
-    throttle(hot, response, limit=Limit("events-visitor", settings.visitor_batches_per_minute, 60),
-             subject=f"{caller.site['id']}:{body.visitor_id}")  # fmt: skip
+    headers = throttle(hot, response, limit=Limit("events-visitor", settings.visitor_batches_per_minute, 60),
+                       subject=f"{caller.site['id']}:{body.visitor_id}")  # fmt: skip
+    with headers_on_errors(headers):
+        return await _identified(request, caller, store, body)
+
+
+async def _identified(request: Request, caller, store, body: IdentifyIn) -> IdentifyOut:
     session = body.session_id or f"identify:{body.visitor_id}"[:128]
     metadata = dict(body.metadata)
     if "traits" in body.model_fields_set or not metadata:

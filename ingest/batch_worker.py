@@ -14,7 +14,7 @@ stopped or was killed). One frame each way per body, answered in order:
 
 - request: ``!II`` (length of the context JSON, length of the body), the context JSON, the body;
 - answer: ``!I`` length, then ``-`` when the body needs the in-process path, or the prepared batch
-  as JSON (visitor of the first event, the kept events' ids, the rejections by index), a newline,
+  as JSON (the visitors the events name, the kept events' ids, the rejections by index), a newline,
   and the log line (empty when no event is kept).
 """
 
@@ -38,7 +38,14 @@ import structlog
 
 from aisle.gc_tuning import tune_for_serving
 from ingest.event_lines import encode_event_batch
-from ingest.normalise import Context, Rejected, common_columns, parse_event_batch, valid_event_log_columns
+from ingest.normalise import (
+    Context,
+    Rejected,
+    batch_visitors,
+    common_columns,
+    parse_event_batch,
+    valid_event_log_columns,
+)
 
 log = structlog.get_logger("aisle.batch_worker")
 
@@ -57,7 +64,7 @@ RESPAWN_DELAY_SECONDS = 1.0
 class PreparedBatch:
     """A batch a worker validated, normalised and encoded as one log line."""
 
-    visitor: str | None
+    visitors: list[str]
     event_ids: list[str]
     failures: list[tuple[int, Rejected]]
     line: bytes
@@ -77,7 +84,7 @@ def prepare(context: dict[str, Any], body: bytes) -> bytes:
     columns, failures = valid_event_log_columns(batch.events, ctx)
     event_ids = columns["event_id"]
     head = {
-        "visitor": batch.events[0].visitor_id if batch.events else None,
+        "visitors": batch_visitors(event.visitor_id for event in batch.events),
         "ids": event_ids,
         "failures": [[index, exc.code, exc.reason] for index, exc in failures],
     }
@@ -193,7 +200,7 @@ def _answer(raw: bytes) -> PreparedBatch | None:
     head, line = raw.split(b"\n", 1)
     fields = orjson.loads(head)
     return PreparedBatch(
-        visitor=fields["visitor"],
+        visitors=fields["visitors"],
         event_ids=fields["ids"],
         failures=[(index, Rejected(code, reason)) for index, code, reason in fields["failures"]],
         line=line,

@@ -7,6 +7,7 @@ that goes to the durable log, or raises ``Rejected`` with a stable code and a re
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -231,6 +232,12 @@ def parse_event_batch(body: bytes) -> Any | None:
     if not all(event.name in CANONICAL_EVENT_NAMES for event in batch.events):
         return None
     return batch
+
+
+def batch_visitors(visitor_ids: Iterable[Any]) -> list[str]:
+    """The visitors a batch's events name, each once, in order: the visitor throttle counts the batch
+    against every one of them, so naming a throttled visitor after another does not get past it."""
+    return list(dict.fromkeys(v for v in visitor_ids if isinstance(v, str) and v))
 
 
 def valid_event_log_columns(events: list[Any], ctx: Context) -> tuple[EventColumns, EventFailures]:

@@ -258,10 +258,6 @@ _ADVICE = (
         re.compile(r"\s*\* SET order_by_non_integer_literal=\w+ .*"),
         " Order by a column, an expression or a column number instead.",
     ),
-    (
-        re.compile(r'Use "SET max_expression_depth TO x" .*'),
-        "Nest the query less deeply.",
-    ),
     (re.compile(r"Use SET pivot_limit=\w+ .*"), "Pivot on fewer values (filter the rows first)."),
     (
         re.compile(r"\s*Please try installing and loading the .*", re.DOTALL),
@@ -287,10 +283,25 @@ def _doable_advice(message: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
 
 
+# DuckDB's parser and binder both stop at this depth; each operator of a chain (a + b + c ...) is a level.
+_TOO_DEEP = re.compile(r"Max expression depth limit of (\d+) exceeded")
+
+
 def _user_error(error: duckdb.Error, query: GuardedQuery) -> SqlError:
     """DuckDB's own message for a query that parsed but cannot run (an unknown column, a bad cast),
     with the position of the name it complains about in the caller's text when it can be found."""
     text = str(error)
+    too_deep = _TOO_DEEP.search(text)
+    if too_deep:
+        # Not a mistake in the SQL (it came as a syntax or binder error): the query is fine, only too
+        # deep for DuckDB, and the setting that raises the limit is locked.
+        return SqlError(
+            "SQL_TOO_COMPLEX",
+            f"An expression of the query nests too deeply: DuckDB allows {too_deep[1]} levels, and each "
+            "operator of a chain such as a + b + c or a || b || c is one; write it with fewer levels "
+            "(list_sum([a, b, c]), concat(a, b, c)) or in steps with CTEs",
+            {"maxDepth": int(too_deep[1]), "duckdbSql": query.sql},
+        )
     message, _, context = text.partition("\n\nLINE ")
     message = _doable_advice(message)
     details: dict[str, Any] = {"duckdbSql": query.sql}

@@ -1,8 +1,9 @@
 """Ad-hoc SQL answers as JSON, CSV, Parquet or a text table.
 
-JSON keeps money exact: decimals are strings, as everywhere on the wire; times are ISO 8601 in UTC
-(``Z``), intervals ISO 8601 durations, bytes base64. CSV and Parquet come in chunks so a large answer
-is written while it is sent.
+JSON keeps money exact: decimals are strings, as everywhere on the wire; so are the integers of a
+column that holds one JavaScript cannot read exactly; times are ISO 8601 in UTC (``Z``), intervals ISO
+8601 durations, bytes base64. CSV and Parquet come in chunks so a large answer is written while it is
+sent.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from queries.adhoc_sql_guard import SqlError
 
 CHUNK_ROWS = 65_536
 CHUNK_BYTES = 1 << 20
-_SAFE_INTEGER = 1 << 63
+# The largest integer a JavaScript number holds exactly (Number.MAX_SAFE_INTEGER): JSON.parse rounds one
+# past it without a word (9007199254740993 reads as ...992).
+_SAFE_INTEGER = 2**53 - 1
 # DuckDB's infinite dates and times, as Arrow carries them.
 _INFINITIES = {
     (2**63 - 1): "infinity",
@@ -116,19 +119,69 @@ def json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-def _huge_integer(value: Decimal | None) -> int | str | None:
-    # HUGEINT (what sum() of integers gives) arrives as decimal(38, 0): a number while JSON keeps it exact.
-    if value is None:
-        return None
-    return int(value) if abs(value) < _SAFE_INTEGER else str(value)
+def _integers_as_text(kind: pa.DataType) -> pa.DataType:
+    """``kind`` with its 64-bit integers (BIGINT, UBIGINT), also inside lists, structs and maps, as text."""
+    if pa.types.is_int64(kind) or pa.types.is_uint64(kind):
+        return pa.string()
+    if pa.types.is_map(kind):
+        return pa.map_(_integers_as_text(kind.key_type), _integers_as_text(kind.item_type))
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        item = kind.value_field.with_type(_integers_as_text(kind.value_type))
+        if pa.types.is_large_list(kind):
+            return pa.large_list(item)
+        return pa.list_(item, kind.list_size) if pa.types.is_fixed_size_list(kind) else pa.list_(item)
+    if pa.types.is_struct(kind):
+        return pa.struct([f.with_type(_integers_as_text(f.type)) for f in kind])
+    return kind
+
+
+def _integer_leaves(array: pa.Array) -> Iterator[pa.Array]:
+    """The 64-bit integer values of ``array``, at any depth of lists, structs and maps."""
+    kind = array.type
+    if pa.types.is_int64(kind) or pa.types.is_uint64(kind):
+        yield array
+    elif pa.types.is_map(kind):
+        yield from _integer_leaves(array.keys)
+        yield from _integer_leaves(array.items)
+    elif pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        yield from _integer_leaves(array.flatten())
+    elif pa.types.is_struct(kind):
+        for child in array.flatten():  # with the struct's own nulls
+            yield from _integer_leaves(child)
+
+
+def _beyond_javascript(column: pa.ChunkedArray) -> bool:
+    for chunk in column.chunks:
+        for leaf in _integer_leaves(chunk):
+            extremes = pc.min_max(leaf)
+            low, high = extremes["min"].as_py(), extremes["max"].as_py()
+            if low is not None and (low < -_SAFE_INTEGER or high > _SAFE_INTEGER):
+                return True
+    return False
+
+
+def json_values(column: pa.ChunkedArray, kind: str) -> list[Any]:
+    """A column's values for JSON. Its 64-bit and wider integers are numbers while JavaScript reads every
+    one of them exactly; when one is past +-(2^53 - 1), all of them are strings of their digits, so a
+    column has one JSON type in an answer (as BigQuery sends INT64, always as strings)."""
+    if kind in ("HUGEINT", "UHUGEINT"):
+        # It arrives as decimal(38, 0) (what sum() of integers gives).
+        values = python_values(column)
+        if any(v is not None and abs(v) > _SAFE_INTEGER for v in values):
+            return [None if v is None else str(int(v)) for v in values]
+        return [None if v is None else int(v) for v in values]
+    textual = _integers_as_text(column.type)
+    if textual != column.type and _beyond_javascript(column):
+        column = column.cast(textual)
+    return python_values(column)
 
 
 def json_body(result: SqlResult) -> bytes:
     """``{"columns": [{"name", "type"}], "rows": [[...]], "rowCount", "truncated", "elapsedMs"}``."""
-    columns = [python_values(result.table.column(i)) for i in range(result.table.num_columns)]
-    for i, (_, kind) in enumerate(result.columns):
-        if kind in ("HUGEINT", "UHUGEINT"):
-            columns[i] = [_huge_integer(v) for v in columns[i]]
+    columns = [
+        json_values(column, kind)
+        for column, (_, kind) in zip(result.table.columns, result.columns, strict=True)
+    ]
     body = {
         "columns": [{"name": name, "type": kind} for name, kind in result.columns],
         "rows": list(zip(*columns, strict=True)) if columns else [],

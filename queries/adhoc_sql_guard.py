@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import sqlglot
@@ -206,7 +207,9 @@ def _refuse(code: str, message: str, *, refused: str, kind: str, node: exp.Expre
 
 def _position_of(node: exp.Expression, source: str | None) -> dict[str, int] | None:
     """Line and column (1-based) of a node in the text it was parsed from, when the parser kept them."""
-    for part in (node, *node.find_all(exp.Identifier)):
+    # A function's identifiers are its arguments': OPENJSON(metadata) is not where `metadata` is.
+    parts = (node,) if isinstance(node, exp.Func) else (node, *node.find_all(exp.Identifier))
+    for part in parts:
         meta = part.meta if isinstance(part, exp.Expression) else {}
         if "start" in meta and source is not None:
             return position_at(source, meta["start"])
@@ -247,9 +250,41 @@ def _allowed_function_classes() -> frozenset[type]:
 
 
 def function_name(node: exp.Func) -> str:
+    """The function's name in lower case, as DuckDB SQL writes it."""
     if isinstance(node, exp.Anonymous):
         return str(node.name).lower()
-    return node.sql_name().lower()
+    return _typed_function_name(type(node))
+
+
+@cache
+def _typed_function_name(kind: type[exp.Func]) -> str:
+    # A class that declares no SQL name is named after itself in snake case (OpenJSON: open_j_s_o_n), a
+    # name nobody writes; the generator writes the real one (OPENJSON).
+    if not kind._sql_names:
+        try:
+            written = re.match(r"[A-Za-z_][A-Za-z0-9_]*(?=\()", kind().sql(dialect="duckdb"))
+        except (SqlglotError, ValueError, TypeError):
+            written = None
+        if written:
+            return written[0].lower()
+    return kind.sql_name().lower()
+
+
+# A function, or a parameter: how the caller wrote it.
+Written = Callable[[exp.Expression], str]
+
+
+def _as_written(node: exp.Expression, *, source: str | None, dialect: str = DEFAULT_DIALECT) -> str:
+    """A function's name as typed in ``source`` (``getEnv``, ``OPENJSON``) when the parser kept where it
+    is, else its name in lower case; a parameter as ``dialect`` writes it (``$1``, ``?``, ``%s``)."""
+    if not isinstance(node, exp.Func):
+        return node.sql(dialect=dialect)
+    start, end = node.meta.get("start"), node.meta.get("end")
+    if source is not None and start is not None and end is not None:
+        typed = source[start : end + 1].strip('"`[]')
+        if re.fullmatch(r"[^\s()]+", typed):
+            return typed
+    return function_name(node)
 
 
 def _dialect(name: str | None) -> str:
@@ -448,7 +483,10 @@ def _visible_ctes(table: exp.Table) -> set[str]:
     return names
 
 
-def _check_tree(tree: exp.Expression, source: str) -> None:
+def _check_tree(tree: exp.Expression, source: str, *, written: Written | None = None) -> None:
+    """Refuse what the guard does not allow anywhere in ``tree`` (parsed from ``source``); ``written``
+    says how the caller wrote a refused function or parameter when ``tree`` is not their text."""
+    written = written or partial(_as_written, source=source)
     allowed_classes = _allowed_function_classes()
     for node in tree.walk():
         if isinstance(node, _STATEMENT_NODES):
@@ -460,6 +498,8 @@ def _check_tree(tree: exp.Expression, source: str) -> None:
             )  # fmt: skip
         if isinstance(node, exp.Table):
             _check_table(node, source)
+        elif isinstance(node, exp.Pivot):
+            _check_pivot(node, source)
         elif isinstance(node, exp.Func):
             in_from = isinstance(node.parent, exp.Table | exp.Lateral) and node.arg_key == "this"
             if in_from and isinstance(node, exp.Anonymous) and node.name.lower() == "table":
@@ -473,7 +513,7 @@ def _check_tree(tree: exp.Expression, source: str) -> None:
                     {"unsupported": text if len(text) <= 60 else text[:57] + "..."},
                 )
             if in_from and not isinstance(node, _TABLE_FUNCTIONS):
-                name = function_name(node)
+                name = written(node)
                 raise _refuse(
                     "SQL_TABLE_FUNCTION_NOT_ALLOWED",
                     f"Table function '{name}' is not allowed; read from the views: {', '.join(VIEWS)}",
@@ -485,7 +525,7 @@ def _check_tree(tree: exp.Expression, source: str) -> None:
                 else type(node) in allowed_classes
             )
             if not allowed:
-                name = function_name(node)
+                name = written(node)
                 raise _refuse(
                     "SQL_FUNCTION_NOT_ALLOWED",
                     f"Function '{name}' is not allowed; docs/sql.md lists the functions you can use",
@@ -494,7 +534,42 @@ def _check_tree(tree: exp.Expression, source: str) -> None:
         elif isinstance(node, exp.Column):
             _check_bare_name(node, source)
         elif isinstance(node, (exp.Placeholder, exp.Parameter)):
-            _parameter_name(node)
+            _parameter_name(node, written=written)
+
+
+def _check_pivot(pivot: exp.Pivot, source: str) -> None:
+    """Refuse a PIVOT that does not list the values it turns into columns. DuckDB finds them by running
+    statements of its own before the query (it creates a type of the distinct values), which the
+    sandbox's one-SELECT rule refuses at run time with no word of PIVOT; IN (ANY) and IN (SELECT ...)
+    of other dialects have no DuckDB form at all."""
+    if pivot.args.get("unpivot"):
+        return
+    # DuckDB's own form, PIVOT t ON col IN (...) USING agg, keeps the table in `this`; the SQL standard's
+    # t PIVOT (agg FOR col IN (...)) hangs off the table and keeps its columns in `fields`.
+    simplified = pivot.args.get("this") is not None
+    for on in pivot.expressions if simplified else pivot.args.get("fields") or []:
+        values = on.expressions if isinstance(on, exp.In) else []
+        listed = (
+            values
+            and not on.args.get("query")
+            and not on.args.get("field")
+            and not any(v.find(exp.Query, exp.PivotAny) for v in values)
+        )
+        if listed:
+            continue
+        column = on.this if isinstance(on, exp.In) else on
+        written = " ".join(column.sql(dialect="duckdb").split())
+        example = f"ON {written} IN ('a', 'b')" if simplified else f"FOR {written} IN ('a', 'b')"
+        details: dict[str, Any] = {"unsupported": f"PIVOT {'ON' if simplified else 'FOR'} {written}"[:60]}
+        position = _position_of(column, source)
+        if position:
+            details["position"] = position
+        raise SqlError(
+            "SQL_UNSUPPORTED",
+            f"PIVOT needs an IN (...) list of the values of {written} to turn into columns ({example}); "
+            "without one DuckDB runs statements of its own to find them, which is not allowed here",
+            details,
+        )
 
 
 def _check_bare_name(column: exp.Column, source: str) -> None:
@@ -532,6 +607,19 @@ def _is_a_variable(column: exp.Column) -> bool:
 def _check_table(table: exp.Table, source: str) -> None:
     if isinstance(table.this, exp.Func):
         return  # checked as a function in FROM
+    if table.args.get("rows_from"):
+        # PostgreSQL's ROWS FROM (f(...), g(...)) zips table functions; DuckDB cannot read it.
+        text = " ".join(table.sql(dialect="duckdb").split())
+        details: dict[str, Any] = {"unsupported": text if len(text) <= 60 else text[:57] + "..."}
+        position = _position_of(table, source)
+        if position:
+            details["position"] = position
+        raise SqlError(
+            "SQL_UNSUPPORTED",
+            "ROWS FROM (...) has no DuckDB equivalent; call the table function in FROM itself "
+            "(FROM generate_series(1, 3)), or join one per function",
+            details,
+        )
     name = table.name.lower()
     qualified = ".".join(p.name for p in table.parts)
     if table.args.get("db") or table.args.get("catalog") or not isinstance(table.this, exp.Identifier):
@@ -549,13 +637,20 @@ def _check_table(table: exp.Table, source: str) -> None:
     )  # fmt: skip
 
 
-def _parameter_name(node: exp.Expression) -> str:
+def _named(node: exp.Expression) -> str | None:
+    """A parameter's name, or None for a positional one (`?`, `$1`) or one DuckDB cannot bind by name."""
     name = node.name if not isinstance(node.this, exp.Expression) else node.this.name
-    if not name or name.isdigit() or not _PARAMETER_NAME.match(name):
+    return None if not name or name.isdigit() or not _PARAMETER_NAME.match(name) else name
+
+
+def _parameter_name(node: exp.Expression, *, written: Written | None = None) -> str:
+    name = _named(node)
+    if name is None:
+        shown = (written or partial(_as_written, source=None))(node)
         raise SqlError(
             "SQL_PARAMETER_UNNAMED",
-            "Use named parameters ($name in DuckDB, :name or @name in other dialects), not '?' or $1",
-            {"refused": node.sql(), "kind": "parameter"},
+            f"Use named parameters ($name in DuckDB, :name or @name in other dialects), not {shown}",
+            {"refused": shown, "kind": "parameter"},
         )
     return name
 
@@ -586,7 +681,7 @@ def _guard(sql: str, *, dialect: str | None = None) -> GuardedQuery:
     duckdb_sql = _translate(original, dialect=dialect)
     tree = _read_back(original, duckdb_sql, dialect=dialect)
     try:
-        _check_tree(tree, duckdb_sql)
+        _check_tree(tree, duckdb_sql, written=partial(_as_the_caller_wrote, original, sql, dialect=dialect))
     except SqlError as error:
         # Positions name the caller's text: find the refused name in the query as it was sent.
         error.details.pop("position", None)
@@ -604,6 +699,21 @@ def _guard(sql: str, *, dialect: str | None = None) -> GuardedQuery:
     return GuardedQuery(
         sql=tree.sql(dialect="duckdb"), parameters=tuple(names), dialect=dialect, source=sql, views=views
     )
+
+
+def _as_the_caller_wrote(original: exp.Expression, source: str, node: exp.Expression, *, dialect: str) -> str:
+    """How the caller wrote a function or parameter found in the DuckDB tree made from their query: as
+    the first one of its kind in their own tree (``original``, parsed from ``source``). The DuckDB text
+    says CURRENT_DATABASE for ClickHouse's currentDatabase, and `$1` for Snowflake's `$1` reads back as
+    a placeholder generic SQL writes `:1`."""
+    if isinstance(node, exp.Func):
+        wanted = function_name(node)
+        twin = next((f for f in original.find_all(exp.Func) if function_name(f) == wanted), None)
+    else:
+        twin = next((p for p in original.find_all(exp.Placeholder, exp.Parameter) if _named(p) is None), None)
+    if twin is None:
+        return _as_written(node, source=None)
+    return _as_written(twin, source=source, dialect=dialect)
 
 
 def _translate(original: exp.Expression, *, dialect: str) -> str:
@@ -703,9 +813,10 @@ def locate(tree: exp.Expression, name: str | None, source: str) -> dict[str, int
         return None
     wanted = name.lower()
     for node in tree.walk():
-        named = (isinstance(node, exp.Func) and function_name(node) == wanted) or (
-            isinstance(node, exp.Identifier) and node.name.lower() == wanted
-        )
+        named = (
+            isinstance(node, exp.Func)
+            and wanted in (function_name(node), _as_written(node, source=source).lower())
+        ) or (isinstance(node, exp.Identifier) and node.name.lower() == wanted)
         found = _position_of(node, source) if named else None
         if found:
             return found

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
 import httpx
+import pyotp
 
 from api.auth.service import create_user
 from warehouse.catalog import organizations, sites
@@ -32,6 +34,10 @@ def login(client: httpx.Client, email: str, password: str = PASSWORD) -> dict[st
 
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+def totp_code(secret: str, *, offset_steps: int = 0) -> str:
+    return pyotp.TOTP(secret).at(int(time.time()) + 30 * offset_steps)
 
 
 class Session:
@@ -81,3 +87,14 @@ def make_store_site(conn) -> dict[str, Any]:
         conn, organization_id=org["id"], name="Shop", domain="shop.example.com", currency="EUR",
         timezone="UTC", tracking_config={},
     )  # fmt: skip
+
+
+def enable_mfa(session: Session) -> tuple[str, list[str]]:
+    """Set up and enable MFA for a logged-in user (using the current TOTP step); answers the secret
+    and the backup codes."""
+    setup = session.post("/auth/mfa/setup")
+    assert setup.status_code == 200, setup.text
+    secret = setup.json()["secret"]
+    enabled = session.post("/auth/mfa/enable", json={"code": totp_code(secret)})
+    assert enabled.status_code == 200, enabled.text
+    return secret, enabled.json()["backupCodes"]

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -336,6 +337,17 @@ def test_serve_refuses_a_busy_data_dir_in_one_line(tmp_path):
     assert (
         result.stderr.startswith("error: another Aisle process writes to") and result.stderr.count("\n") == 1
     )
+    assert "listening" not in result.stdout
+
+
+def test_serve_refuses_a_taken_port_in_one_line(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_aisle("serve", "--port", str(port), "--data-dir", str(tmp_path / "data"), timeout=60)
+    assert result.returncode == 1
+    assert result.stderr == f"error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
     assert "listening" not in result.stdout
 
 

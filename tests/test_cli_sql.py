@@ -83,6 +83,14 @@ def test_dialect_parameters_limit_and_formats(data_dir, tmp_path):
     assert pq.read_table(target).column("product_item_code").to_pylist() == ["P1"]
 
 
+def test_json_gives_integers_javascript_cannot_hold_exactly_as_strings(data_dir):
+    data, site_id = data_dir
+    result = run_aisle("sql", "--site", site_id, "--data-dir", str(data), "--format", "json",
+                       "SELECT 9007199254740993::BIGINT AS id, count(*) AS events FROM events")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["rows"] == [["9007199254740993", 3]]
+
+
 def test_refusals_and_errors_exit_2_with_the_code(data_dir):
     data, site_id = data_dir
     common = ("--site", site_id, "--data-dir", str(data))

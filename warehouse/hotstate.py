@@ -38,6 +38,11 @@ class HotState(Protocol):
 
     def set_value(self, key: str, value: bytes, *, ttl_seconds: int) -> None: ...
 
+    def set_value_if_absent(self, key: str, value: bytes, *, ttl_seconds: int) -> bool:
+        """Set ``key`` only when it holds no live value; True when this call set it. Atomic, so of
+        concurrent callers exactly one wins (a single-use token's claim)."""
+        ...
+
     def delete_prefix(self, prefix: str) -> int:
         """Drop every cached value whose key starts with ``prefix``; returns how many."""
         ...
@@ -94,6 +99,15 @@ class InProcessHotState:
     def set_value(self, key: str, value: bytes, *, ttl_seconds: int) -> None:
         with self._lock:
             self._values[key] = (value, self._clock() + ttl_seconds)
+
+    def set_value_if_absent(self, key: str, value: bytes, *, ttl_seconds: int) -> bool:
+        with self._lock:
+            now = self._clock()
+            entry = self._values.get(key)
+            if entry is not None and entry[1] > now:
+                return False
+            self._values[key] = (value, now + ttl_seconds)
+            return True
 
     def delete_prefix(self, prefix: str) -> int:
         with self._lock:
@@ -176,6 +190,9 @@ class RedisHotState:
 
     def set_value(self, key: str, value: bytes, *, ttl_seconds: int) -> None:
         self._redis.set(self._prefix + "v:" + key, value, ex=ttl_seconds)
+
+    def set_value_if_absent(self, key: str, value: bytes, *, ttl_seconds: int) -> bool:
+        return bool(self._redis.set(self._prefix + "v:" + key, value, ex=ttl_seconds, nx=True))
 
     def delete_prefix(self, prefix: str) -> int:
         doomed = list(

@@ -47,8 +47,9 @@ REFUSALS = (
     "`SQL_MULTIPLE_STATEMENTS`, `SQL_TABLE_NOT_ALLOWED`, `SQL_TABLE_FUNCTION_NOT_ALLOWED`, "
     "`SQL_FUNCTION_NOT_ALLOWED`, `SQL_PARAMETER_UNNAMED`) and `details.refused` / `details.position`; "
     "errors in the SQL answer 400 `SQL_SYNTAX_ERROR`, `SQL_INVALID` or `SQL_EXECUTION_ERROR` with the "
-    "parser's message and position; a query over its time limit answers 408 `SQL_TIMEOUT`, over its memory "
-    "limit 400 `SQL_MEMORY_LIMIT`."
+    "parser's message and position, a construct DuckDB has no form of 400 `SQL_UNSUPPORTED`, a query or "
+    "expression nested too deeply (past DuckDB's 1000 levels) 400 `SQL_TOO_COMPLEX`; a query over its time "
+    "limit answers 408 `SQL_TIMEOUT`, over its memory limit 400 `SQL_MEMORY_LIMIT`."
 )
 TRUNCATED_HEADER = "X-Aisle-Truncated"
 ROW_COUNT_HEADER = "X-Aisle-Row-Count"
@@ -201,6 +202,8 @@ def delete_saved_query(owned: WritableSaved, store: StoreDep, principal: Current
         "any format, as POST /analytics/sql would. Values are checked against their declared type "
         "(`SQL_PARAMETER_INVALID`) and bound by the engine, never formatted into the SQL; a value for no "
         "declared parameter answers `SQL_PARAMETER_UNKNOWN`, a required one left out `SQL_PARAMETER_MISSING`. "
+        "An explicit `null` is not the default: it binds SQL NULL for a parameter declared `nullable: true` "
+        "and answers `SQL_PARAMETER_INVALID` for any other. "
         f"{REFUSALS}\n\n{READ_ACCESS}"
     ),
 )

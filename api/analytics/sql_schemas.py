@@ -65,7 +65,9 @@ class SqlColumn(CamelModel):
 
 class SqlResultOut(CamelModel):
     """A json answer. Decimals (money) are strings, times ISO 8601 UTC, intervals ISO 8601 durations,
-    bytes base64; lists and structs nest."""
+    bytes base64; lists and structs nest. Integers are numbers, except in a column of 64-bit or wider
+    integers holding one past +-(2^53 - 1), which JavaScript would round: there every such integer of the
+    column is a string of its digits."""
 
     columns: list[SqlColumn]
     rows: list[list[Any]] = Field(description="One array per row, values in column order.")
@@ -84,6 +86,10 @@ class SavedQueryParameter(StrictCamelModel):
     required: bool = Field(default=True, description="A run must give a value unless false.")
     default: ParameterValue = Field(
         default=None, description="Used when a run gives no value (required: false)."
+    )
+    nullable: bool = Field(
+        default=False,
+        description="A run may send `null`, bound as SQL NULL, only when true; `null` is never the default.",
     )
     description: str | None = Field(default=None, max_length=2000)
 

@@ -218,6 +218,14 @@ def bound_values(parameters: list[SavedQueryParameter], given: dict[str, Paramet
     if missing:
         raise BadRequest(f"Give a value for every required parameter; missing: {', '.join(missing)}",
                          code="SQL_PARAMETER_MISSING", details={"missing": missing})  # fmt: skip
+    for parameter in parameters:
+        if parameter.name in given and given[parameter.name] is None and not parameter.nullable:
+            # An explicit null used to bind NULL in place of the default and quietly match nothing.
+            hint = "give a value" if parameter.required else "leave it out to use its default"
+            raise BadRequest(
+                f"Parameter '{parameter.name}' cannot be null (it is not declared nullable); {hint}",
+                code="SQL_PARAMETER_INVALID", details={"parameter": parameter.name},
+            )  # fmt: skip
     return {p.name: coerce(p, given.get(p.name, p.default)) for p in parameters}
 
 

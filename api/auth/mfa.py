@@ -9,14 +9,29 @@ from typing import Any
 import pyotp
 from sqlalchemy import Connection, Engine
 
+from aisle.settings import Settings
 from api.auth import tokens
 from api.errors import BadRequest, Conflict
+from api.throttle import GuessThrottle, Limit
 from warehouse.catalog import backup_codes, users
+from warehouse.hotstate import HotState
 
 ISSUER_NAME = "Aisle"
 BACKUP_CODE_COUNT = 10
 # Accept the previous and next 30 s step too, for clock drift between phone and server.
 VALID_WINDOW = 1
+
+
+def guess_throttle(hot: HotState, settings: Settings, *, user_id: str) -> GuessThrottle:
+    """Wrong MFA codes of one account, counted together whichever route checks them: the password
+    step's per-account policy, since a code is the other half of the same login."""
+    return GuessThrottle(
+        hot,
+        limit=Limit("mfa-account", settings.login_max_failures_per_account, settings.login_window_seconds),
+        subject=user_id,
+        code="MFA_THROTTLED",
+        message="Too many wrong MFA codes for this account; try again later",
+    )
 
 
 def _normalise(code: str) -> str:
@@ -33,15 +48,17 @@ def _matching_timestep(secret: str, code: str) -> int | None:
     return None
 
 
-def check_totp(conn: Connection, *, user: dict[str, Any], code: str) -> bool:
-    """A TOTP code is accepted once: a replay of the same (or an older) step is refused."""
+def check_totp(conn: Connection, *, user: dict[str, Any], code: str, consume: bool = True) -> bool:
+    """A TOTP code is accepted once: a replay of the same (or an older) step is refused. With
+    ``consume=False`` the code is checked without spending its step."""
     code = _normalise(code)
     if not user["mfa_secret"] or not code.isdigit():
         return False
     step = _matching_timestep(user["mfa_secret"], code)
     if step is None or (user["mfa_last_timestep"] is not None and step <= user["mfa_last_timestep"]):
         return False
-    users.update_fields(conn, user_id=user["id"], mfa_last_timestep=step)
+    if consume:
+        users.update_fields(conn, user_id=user["id"], mfa_last_timestep=step)
     return True
 
 
@@ -74,46 +91,65 @@ def setup(store: Engine, *, user_id: str) -> dict[str, str]:
     return {"secret": secret, "otpauth_uri": uri}
 
 
-def verify(store: Engine, *, user_id: str, code: str) -> bool:
+# The logged-in routes below take the account's ``guess_throttle``: a stolen access token must not
+# buy unlimited guesses at a code either.
+
+
+def verify(store: Engine, guesses: GuessThrottle, *, user_id: str, code: str) -> bool:
     with store.begin() as conn:
         user = users.get(conn, user_id=user_id)
         if not user["mfa_secret"]:
             raise BadRequest("Start with POST /auth/mfa/setup", code="MFA_NOT_SET_UP")
-        return check_totp(conn, user=user, code=code)
+        guesses.count_guess()
+        # Before MFA is on, verify only tests the secret being set up: spending the step would
+        # refuse the same code at enable a moment later. Once on, a code opens as much as a login's,
+        # so it is spent as a login's is.
+        valid = check_totp(conn, user=user, code=code, consume=bool(user["mfa_enabled"]))
+    if valid:
+        guesses.forget()
+    return valid
 
 
-def enable(store: Engine, *, user_id: str, code: str) -> list[str]:
+def enable(store: Engine, guesses: GuessThrottle, *, user_id: str, code: str) -> list[str]:
     with store.begin() as conn:
         user = users.get(conn, user_id=user_id)
         if user["mfa_enabled"]:
             raise Conflict("MFA is already enabled", code="MFA_ALREADY_ENABLED")
         if not user["mfa_secret"]:
             raise BadRequest("Start with POST /auth/mfa/setup", code="MFA_NOT_SET_UP")
+        guesses.count_guess()
         if not check_totp(conn, user=user, code=code):
             raise BadRequest("The MFA code is wrong", code="MFA_CODE_INVALID")
         users.update_fields(conn, user_id=user_id, mfa_enabled=True)
-        return _new_backup_codes(conn, user_id=user_id)
+        codes = _new_backup_codes(conn, user_id=user_id)
+    guesses.forget()
+    return codes
 
 
-def disable(store: Engine, *, user_id: str, code: str) -> None:
+def disable(store: Engine, guesses: GuessThrottle, *, user_id: str, code: str) -> None:
     with store.begin() as conn:
         user = users.get(conn, user_id=user_id)
         if not user["mfa_enabled"]:
             raise BadRequest("MFA is not enabled", code="MFA_NOT_ENABLED")
+        guesses.count_guess()
         if not check_code_or_backup(conn, user=user, code=code):
             raise BadRequest("The MFA code is wrong", code="MFA_CODE_INVALID")
         users.update_fields(conn, user_id=user_id, mfa_enabled=False, mfa_secret=None, mfa_last_timestep=None)
         backup_codes.delete_all(conn, user_id=user_id)
+    guesses.forget()
 
 
-def regenerate_backup_codes(store: Engine, *, user_id: str, code: str) -> list[str]:
+def regenerate_backup_codes(store: Engine, guesses: GuessThrottle, *, user_id: str, code: str) -> list[str]:
     with store.begin() as conn:
         user = users.get(conn, user_id=user_id)
         if not user["mfa_enabled"]:
             raise BadRequest("MFA is not enabled", code="MFA_NOT_ENABLED")
+        guesses.count_guess()
         if not check_totp(conn, user=user, code=code):
             raise BadRequest("The MFA code is wrong", code="MFA_CODE_INVALID")
-        return _new_backup_codes(conn, user_id=user_id)
+        codes = _new_backup_codes(conn, user_id=user_id)
+    guesses.forget()
+    return codes
 
 
 def status(store: Engine, *, user_id: str) -> dict[str, Any]:

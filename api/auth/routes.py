@@ -27,7 +27,15 @@ from api.auth.schemas import (
     VerifyMfaLoginBody,
     user_out,
 )
-from api.deps import ClientAddress, CurrentUser, HotStateDep, OutboxDep, SettingsDep, StoreDep
+from api.deps import (
+    ClientAddress,
+    CurrentUser,
+    HotStateDep,
+    MfaGuesses,
+    OutboxDep,
+    SettingsDep,
+    StoreDep,
+)
 from api.schemas import Ok
 from api.throttle import Limit, headers_on_errors, throttle
 from warehouse.catalog import users
@@ -88,12 +96,17 @@ def verify_mfa_login(
     address: ClientAddress,
     response: Response,
 ) -> Tokens:
-    """Exchange an MFA challenge and a TOTP or backup code for tokens (throttled per address)."""
+    """Exchange an MFA challenge and a TOTP or backup code for tokens. Attempts are throttled per
+    client address, wrong codes per account (after the password step's number of failures within its
+    window, 429 `MFA_THROTTLED` with Retry-After, even for a right code); every answer carries the
+    address limit's `X-RateLimit-*` headers."""
     limit = Limit("mfa-address", settings.login_max_attempts_per_address, settings.login_window_seconds)
     headers = throttle(hot, response, limit=limit, subject=address, code="LOGIN_THROTTLED")
     with headers_on_errors(headers):
         return _tokens(
-            service.verify_mfa_login(store, settings, challenge_token=body.challenge_token, code=body.code)
+            service.verify_mfa_login(
+                store, settings, hot, challenge_token=body.challenge_token, code=body.code
+            )
         )
 
 
@@ -132,31 +145,48 @@ def mfa_setup(store: StoreDep, principal: CurrentUser) -> MfaSetup:
     return MfaSetup(**mfa.setup(store, user_id=principal.user_id))
 
 
+# Routes that check a code count wrong ones against the account, as the login's MFA step does:
+# after the password step's number of failures within its window, 429 `MFA_THROTTLED` (a right code
+# too); every answer carries that limit's `X-RateLimit-*` headers.
+
+
 @router.post("/mfa/verify", response_model=MfaVerified)
-def mfa_verify(body: MfaCodeBody, store: StoreDep, principal: CurrentUser) -> MfaVerified:
-    """Check a TOTP code against the secret from setup without changing anything else."""
-    return MfaVerified(valid=mfa.verify(store, user_id=principal.user_id, code=body.code))
+def mfa_verify(
+    body: MfaCodeBody, store: StoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
+) -> MfaVerified:
+    """Check a TOTP code against the secret from setup without changing anything else.
+    `valid: false` counts as a wrong code for the account's MFA throttle."""
+    with guesses.sending_headers(response):
+        return MfaVerified(valid=mfa.verify(store, guesses, user_id=principal.user_id, code=body.code))
 
 
 @router.post("/mfa/enable", response_model=BackupCodes)
-def mfa_enable(body: MfaCodeBody, store: StoreDep, principal: CurrentUser) -> BackupCodes:
+def mfa_enable(
+    body: MfaCodeBody, store: StoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
+) -> BackupCodes:
     """Turn MFA on with a current TOTP code; answers ten single-use backup codes, shown once."""
-    return BackupCodes(backup_codes=mfa.enable(store, user_id=principal.user_id, code=body.code))
+    with guesses.sending_headers(response):
+        return BackupCodes(backup_codes=mfa.enable(store, guesses, user_id=principal.user_id, code=body.code))
 
 
 @router.post("/mfa/disable", response_model=Ok)
-def mfa_disable(body: MfaCodeBody, store: StoreDep, principal: CurrentUser) -> Ok:
+def mfa_disable(
+    body: MfaCodeBody, store: StoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
+) -> Ok:
     """Turn MFA off; needs a current TOTP code or an unused backup code."""
-    mfa.disable(store, user_id=principal.user_id, code=body.code)
+    with guesses.sending_headers(response):
+        mfa.disable(store, guesses, user_id=principal.user_id, code=body.code)
     return Ok()
 
 
 @router.post("/mfa/backup-codes/regenerate", response_model=BackupCodes)
-def mfa_regenerate(body: MfaCodeBody, store: StoreDep, principal: CurrentUser) -> BackupCodes:
+def mfa_regenerate(
+    body: MfaCodeBody, store: StoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
+) -> BackupCodes:
     """Replace all backup codes (the old ones stop working); needs a current TOTP code."""
-    return BackupCodes(
-        backup_codes=mfa.regenerate_backup_codes(store, user_id=principal.user_id, code=body.code)
-    )
+    with guesses.sending_headers(response):
+        codes = mfa.regenerate_backup_codes(store, guesses, user_id=principal.user_id, code=body.code)
+    return BackupCodes(backup_codes=codes)
 
 
 @router.get("/mfa/status", response_model=MfaStatus)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -138,26 +140,50 @@ def login(store: Engine, settings: Settings, hot: HotState, *, email: str, passw
     return issue_session(store, settings, user=user)
 
 
-def verify_mfa_login(store: Engine, settings: Settings, *, challenge_token: str, code: str) -> TokenPair:
+def verify_mfa_login(
+    store: Engine, settings: Settings, hot: HotState, *, challenge_token: str, code: str
+) -> TokenPair:
+    """Tokens for a challenge and a right TOTP or backup code. Wrong codes count against the account
+    (``mfa.guess_throttle``), not the challenge, so fresh challenges do not buy fresh guesses. A
+    challenge gives tokens once: its id is marked used in the hot state until the token expires."""
     claims = tokens.read(settings.signing_key, challenge_token, kind="mfa_challenge")
+    used_key = f"mfa-challenge-used:{claims['jti']}"
+    if hot.get_value(used_key) is not None:
+        raise _challenge_used()
+    guesses = mfa.guess_throttle(hot, settings, user_id=claims["sub"])
     with store.begin() as conn:
         user = users.get(conn, user_id=claims["sub"])
         if not user or not user["mfa_enabled"]:
             raise Unauthorized("MFA challenge is no longer valid", code="TOKEN_INVALID")
+        guesses.count_guess()
         if not mfa.check_code_or_backup(conn, user=user, code=code):
             raise Unauthorized("The MFA code is wrong", code="MFA_CODE_INVALID")
+        # Claimed before the spent code commits: a concurrent exchange of the same challenge that
+        # loses the claim rolls back, and its code (a backup code, say) stays unused.
+        remaining = max(1, math.ceil(claims["exp"] - time.time()))
+        if not hot.set_value_if_absent(used_key, b"1", ttl_seconds=remaining):
+            raise _challenge_used()
+    guesses.forget()
     return issue_session(store, settings, user=user)
+
+
+def _challenge_used() -> Unauthorized:
+    return Unauthorized(
+        "This MFA challenge was already exchanged for tokens; log in again for a new one",
+        code="MFA_CHALLENGE_USED",
+    )
 
 
 def issue_session(
     store: Engine, settings: Settings, *, user: dict[str, Any], family_id: str | None = None
 ) -> TokenPair:
     refresh = tokens.new_refresh_token()
+    family_id = family_id or str(uuid.uuid4())
     with store.begin() as conn:
         refresh_tokens.create(
             conn,
             user_id=user["id"],
-            family_id=family_id or str(uuid.uuid4()),
+            family_id=family_id,
             token_hash=tokens.digest(refresh),
             expires_at=utcnow() + timedelta(seconds=settings.refresh_token_ttl_seconds),
         )
@@ -167,6 +193,8 @@ def issue_session(
         subject=user["id"],
         ttl_seconds=settings.access_token_ttl_seconds,
         org=user["organization_id"],
+        # The session the token belongs to: logout and revocation end its access tokens too.
+        sid=family_id,
     )
     return TokenPair(access, refresh, settings.access_token_ttl_seconds)
 

@@ -6,12 +6,10 @@ from __future__ import annotations
 import email
 import email.policy
 import re
-import time
 
-import pyotp
 import pytest
 
-from tests.factories import PASSWORD, Session, bearer, login, make_user
+from tests.factories import PASSWORD, bearer, enable_mfa, login, make_user, totp_code
 
 
 def register(client, **fields):
@@ -28,10 +26,6 @@ def outbox_messages(settings):
 
 def verification_token(message) -> str:
     return re.search(r"verification-token: (\S+)", message.get_content()).group(1)
-
-
-def totp_code(secret: str, *, offset_steps: int = 0) -> str:
-    return pyotp.TOTP(secret).at(int(time.time()) + 30 * offset_steps)
 
 
 # --- register -------------------------------------------------------------------------------------
@@ -161,6 +155,31 @@ def test_logout_ends_the_session_but_not_other_sessions(client, store):
     assert client.post("/auth/refresh", json={"refreshToken": laptop["refreshToken"]}).status_code == 401
     assert client.post("/auth/refresh", json={"refreshToken": phone["refreshToken"]}).status_code == 200
     assert client.post("/auth/logout", json={"refreshToken": "rt_unknown"}).status_code == 401
+    # The session's access token ends with it, not when its lifetime runs out.
+    ended = client.get("/auth/me", headers=bearer(laptop["accessToken"]))
+    assert (ended.status_code, ended.json()["error"]["code"]) == (401, "SESSION_REVOKED")
+    assert ended.headers["www-authenticate"] == "Bearer"
+    assert client.get("/auth/me", headers=bearer(phone["accessToken"])).status_code == 200
+
+
+def test_an_access_token_outlives_refresh_rotation_but_not_a_detected_reuse(client, store):
+    user = make_user(store)
+    first = login(client, user["email"])
+    second = client.post("/auth/refresh", json={"refreshToken": first["refreshToken"]}).json()
+    for tokens in (first, second):
+        assert client.get("/auth/me", headers=bearer(tokens["accessToken"])).status_code == 200
+    client.post("/auth/refresh", json={"refreshToken": first["refreshToken"]})  # a replay: the family ends
+    for tokens in (first, second):
+        ended = client.get("/auth/me", headers=bearer(tokens["accessToken"]))
+        assert ended.json()["error"]["code"] == "SESSION_REVOKED"
+
+
+def test_an_access_token_without_a_session_is_refused(client, store, settings):
+    from api.auth import tokens
+
+    user = make_user(store)
+    sessionless = tokens.issue(settings.signing_key, kind="access", subject=user["id"], ttl_seconds=60)
+    assert client.get("/auth/me", headers=bearer(sessionless)).json()["error"]["code"] == "SESSION_REVOKED"
 
 
 def test_revoke_everywhere_ends_every_session(client, store):
@@ -175,6 +194,8 @@ def test_revoke_everywhere_ends_every_session(client, store):
     assert response.status_code == 200
     for tokens in (laptop, phone):
         assert client.post("/auth/refresh", json={"refreshToken": tokens["refreshToken"]}).status_code == 401
+        ended = client.get("/auth/me", headers=bearer(tokens["accessToken"]))
+        assert ended.json()["error"]["code"] == "SESSION_REVOKED"
 
 
 def test_revoke_needs_a_token_and_the_callers_own_refresh_token(client, store):
@@ -195,15 +216,6 @@ def test_revoke_needs_a_token_and_the_callers_own_refresh_token(client, store):
 # --- MFA ------------------------------------------------------------------------------------------
 
 
-def enable_mfa(session: Session) -> tuple[str, list[str]]:
-    setup = session.post("/auth/mfa/setup")
-    assert setup.status_code == 200
-    secret = setup.json()["secret"]
-    enabled = session.post("/auth/mfa/enable", json={"code": totp_code(secret)})
-    assert enabled.status_code == 200, enabled.text
-    return secret, enabled.json()["backupCodes"]
-
-
 def test_mfa_setup_returns_secret_and_otpauth_uri(owner):
     setup = owner.post("/auth/mfa/setup").json()
     assert re.fullmatch(r"[A-Z2-7]{32}", setup["secret"])
@@ -218,6 +230,29 @@ def test_mfa_verify_checks_a_code_without_enabling(owner):
     assert owner.post("/auth/mfa/verify", json={"code": totp_code(secret)}).json() == {"valid": True}
     assert owner.post("/auth/mfa/verify", json={"code": "000000"}).json() == {"valid": False}
     assert owner.get("/auth/mfa/status").json()["enabled"] is False
+
+
+def test_mfa_verify_before_enable_leaves_the_code_for_enable(owner):
+    secret = owner.post("/auth/mfa/setup").json()["secret"]
+    code = totp_code(secret)
+    assert owner.post("/auth/mfa/verify", json={"code": code}).json() == {"valid": True}
+    assert owner.post("/auth/mfa/verify", json={"code": code}).json() == {"valid": True}
+    enabled = owner.post("/auth/mfa/enable", json={"code": code})
+    assert enabled.status_code == 200, enabled.text
+    assert len(enabled.json()["backupCodes"]) == 10
+
+
+def test_mfa_verify_once_enabled_spends_the_code_like_a_login(client, owner):
+    secret, _ = enable_mfa(owner)
+    code = totp_code(secret, offset_steps=1)
+    assert owner.post("/auth/mfa/verify", json={"code": code}).json() == {"valid": True}
+    assert owner.post("/auth/mfa/verify", json={"code": code}).json() == {"valid": False}
+    challenge = client.post("/auth/login", json={"email": owner.user["email"], "password": PASSWORD})
+    replay = client.post(
+        "/auth/login/verify-mfa", json={"challengeToken": challenge.json()["challengeToken"], "code": code}
+    )
+    assert replay.status_code == 401
+    assert replay.json()["error"]["code"] == "MFA_CODE_INVALID"
 
 
 def test_mfa_enable_needs_a_correct_code_and_returns_ten_backup_codes(owner):
@@ -280,6 +315,50 @@ def test_backup_codes_log_in_once_each(client, owner):
         )
         assert response.status_code == expected
     assert owner.get("/auth/mfa/status").json()["backupCodesRemaining"] == 9
+
+
+CHALLENGE_USED = {
+    "code": "MFA_CHALLENGE_USED",
+    "message": "This MFA challenge was already exchanged for tokens; log in again for a new one",
+    "details": None,
+}
+
+
+def verify_mfa(client, challenge: str, code: str):
+    return client.post("/auth/login/verify-mfa", json={"challengeToken": challenge, "code": code})
+
+
+def test_an_mfa_challenge_gives_tokens_once(client, owner):
+    secret, backup = enable_mfa(owner)
+    challenge = client.post("/auth/login", json={"email": owner.user["email"], "password": PASSWORD})
+    challenge = challenge.json()["challengeToken"]
+    assert verify_mfa(client, challenge, totp_code(secret, offset_steps=1)).status_code == 200
+
+    for code in (backup[0], totp_code(secret, offset_steps=1), "000000"):
+        again = verify_mfa(client, challenge, code)
+        assert again.status_code == 401
+        assert again.json()["error"] == CHALLENGE_USED
+    # Refusing the challenge spent no backup code, and a new challenge takes it.
+    assert owner.get("/auth/mfa/status").json()["backupCodesRemaining"] == 10
+    fresh = client.post("/auth/login", json={"email": owner.user["email"], "password": PASSWORD})
+    assert verify_mfa(client, fresh.json()["challengeToken"], backup[0]).status_code == 200
+
+
+def test_concurrent_exchanges_of_one_mfa_challenge_give_one_session(client, owner):
+    from concurrent.futures import ThreadPoolExecutor
+
+    secret, backup = enable_mfa(owner)
+    challenge = client.post("/auth/login", json={"email": owner.user["email"], "password": PASSWORD})
+    challenge = challenge.json()["challengeToken"]
+    # Five right codes (no more: a sixth guess would meet the account's MFA throttle).
+    codes = [totp_code(secret, offset_steps=1), *backup[:4]]
+    with ThreadPoolExecutor(len(codes)) as pool:
+        answers = list(pool.map(lambda code: verify_mfa(client, challenge, code), codes))
+    assert sorted(a.status_code for a in answers) == [200, 401, 401, 401, 401]
+    assert all(a.json()["error"] == CHALLENGE_USED for a in answers if a.status_code == 401)
+    # Only the winner's code was spent: one backup code is gone unless the TOTP code won.
+    totp_won = answers[0].status_code == 200
+    assert owner.get("/auth/mfa/status").json()["backupCodesRemaining"] == (10 if totp_won else 9)
 
 
 def test_backup_codes_regenerate_replaces_the_old_ones(client, owner):

@@ -697,6 +697,34 @@ def test_the_visitor_throttle_counts_batches(client, app, shop):
     assert query(app, "SELECT event_id FROM events ORDER BY 1") == [("x0",), ("x1",), ("y1",)]
 
 
+@pytest.mark.parametrize("limits", [{"visitor_batches_per_minute": 2}])
+def test_a_batch_counts_against_every_visitor_it_names(client, app, shop):
+    for i in range(2):
+        assert post_events(client, shop, [ev(f"x{i}")]).status_code == 200
+    assert_throttled(post_events(client, shop, [ev("x2")]), 2)
+    # v-1 is spent: naming it after another visitor does not get its events past the throttle.
+    assert_throttled(post_events(client, shop, [ev("m1", visitorId="v-3"), ev("m2")]), 2)
+    # v-3 was counted by that batch too.
+    alone = post_events(client, shop, [ev("y1", visitorId="v-3")])
+    assert (alone.status_code, alone.headers["X-RateLimit-Remaining"]) == (200, "0")
+    # Without any visitor id, a batch counts against its sender's address.
+    nameless = post_events(client, shop, [{"name": "page_view", "sessionId": "s-1"}])
+    assert (nameless.status_code, nameless.headers["X-RateLimit-Remaining"]) == (200, "1")
+    app.state.ingest.flush()
+    assert query(app, "SELECT event_id FROM events ORDER BY 1") == [("x0",), ("x1",), ("y1",)]
+
+
+@pytest.mark.parametrize("limits", [{"orders_per_visitor_per_minute": 5}])
+def test_refused_orders_carry_the_rate_limit_headers(client, app, shop):
+    assert post_order(client, shop, order("h-1")).headers["X-RateLimit-Remaining"] == "4"
+    again = post_order(client, shop, order("h-1"))
+    assert (again.status_code, error_code(again)) == (409, "DUPLICATE_ORDER")
+    assert (again.headers["X-RateLimit-Limit"], again.headers["X-RateLimit-Remaining"]) == ("5", "3")
+    bad = post_order(client, shop, order("h-2", currency="usdollar"))
+    assert bad.status_code == 400
+    assert bad.headers["X-RateLimit-Remaining"] == "2"
+
+
 # --- identify and metrics ----------------------------------------------------------------------------
 
 

@@ -38,8 +38,10 @@ def test_create_answers_201_with_the_stored_query(owner):
         "siteId": site["id"], "name": "Views since", "description": "Who came back", "query": VIEWS_SINCE,
         "dialect": "duckdb", "createdBy": owner.user["id"],
         "parameters": [
-            {"name": "since", "type": "timestamp", "required": True, "default": None, "description": "From when"},
-            {"name": "name", "type": "string", "required": False, "default": "page_view", "description": None},
+            {"name": "since", "type": "timestamp", "required": True, "default": None, "nullable": False,
+             "description": "From when"},
+            {"name": "name", "type": "string", "required": False, "default": "page_view", "nullable": False,
+             "description": None},
         ],
     }  # fmt: skip
     assert owner.get(f"{BASE}/{created['id']}").json() == created
@@ -152,6 +154,29 @@ def test_run_parameter_errors(app, owner):
         assert error["message"]
     assert_error(owner.post(run, json={"parameters": {"since": "2024-03-01T00:00:00Z"}, "limit": 200_000}), 400,
                  "SQL_LIMIT_TOO_LARGE")  # fmt: skip
+
+
+def test_null_is_sql_null_for_a_nullable_parameter_and_refused_for_others_never_the_default(app, owner):
+    site = site_with_data(app, owner)
+    # An explicit null bound SQL NULL in place of the default, for any parameter, even a required one:
+    # `name = NULL` found nothing, silently.
+    run = f"{BASE}/{create(owner, site['id'])['id']}/run"
+    cases = [
+        ({"since": "2024-03-01T00:00:00Z", "name": None}, "name",
+         "Parameter 'name' cannot be null (it is not declared nullable); leave it out to use its default"),
+        ({"since": None}, "since", "Parameter 'since' cannot be null (it is not declared nullable); give a value"),
+    ]  # fmt: skip
+    for parameters, name, message in cases:
+        error = assert_error(owner.post(run, json={"parameters": parameters}), 400, "SQL_PARAMETER_INVALID")
+        assert (error["message"], error["details"]) == (message, {"parameter": name})
+    query = "SELECT $who IS NULL AS everyone, count(*) AS events FROM events WHERE $who IS NULL OR visitor_id = $who"
+    saved = create(owner, site["id"], name="Who", query=query,
+                   parameters=[{"name": "who", "required": False, "default": "ann", "nullable": True}])  # fmt: skip
+    assert saved["parameters"][0]["nullable"] is True
+    run = f"{BASE}/{saved['id']}/run"
+    assert owner.post(run, json={}).json()["rows"] == [[False, 2]]
+    assert owner.post(run, json={"parameters": {"who": None}}).json()["rows"] == [[True, 4]]
+    assert owner.post(run, json={"parameters": {"who": "bob"}}).json()["rows"] == [[False, 1]]
 
 
 def test_each_parameter_type(app, owner):

@@ -70,6 +70,14 @@ def test_money_times_and_lists_are_exact_on_the_wire(app, owner):
     assert body["rows"] == [["o-1", "42.500000", "2024-03-01T10:05:00Z", "Shoe", [1, 2]]]
 
 
+def test_integers_javascript_cannot_hold_exactly_make_their_column_strings(app, owner):
+    site = owner.make_site()
+    query = "SELECT x AS small, x + 9007199254740991 AS big FROM (VALUES (1::BIGINT), (2::BIGINT)) AS t(x) ORDER BY x"
+    response = owner.post(SQL, json={"siteId": site["id"], "query": query})
+    assert response.status_code == 200, response.text
+    assert '"rows":[[1,"9007199254740992"],[2,"9007199254740993"]]' in response.text
+
+
 def test_views_of_the_site(app, owner):
     site = site_with_data(app, owner)
     queries = {
@@ -176,6 +184,12 @@ def test_errors_in_the_sql_are_400_with_message_and_position(app, owner):
     assert_error(
         owner.post(SQL, json={"siteId": site["id"], "query": "SELECT $x"}), 400, "SQL_PARAMETER_MISSING"
     )
+    # Past DuckDB's expression depth: once a syntax error though the SQL is fine.
+    deep = "SELECT " + " + ".join(["1"] * 1100)
+    error = assert_error(owner.post(SQL, json={"siteId": site["id"], "query": deep}), 400, "SQL_TOO_COMPLEX")
+    assert error["message"].startswith(
+        "An expression of the query nests too deeply: DuckDB allows 1000 levels"
+    )
 
 
 def test_a_query_over_its_time_limit_answers_408(app, owner):
@@ -248,6 +262,7 @@ def test_openapi_documents_the_routes_and_bodies(client):
     assert {"200", "400", "401", "403", "408"} <= set(route["responses"])
     assert "text/csv" in route["responses"]["200"]["content"]
     assert "X-Aisle-Truncated" in route["responses"]["200"]["headers"]
+    assert "`SQL_TOO_COMPLEX`" in route["description"]
     saved = spec["paths"]["/api/v1/analytics/sql/saved/{id}"]
     assert set(saved) == {"get", "put", "delete"}
     assert "/api/v1/analytics/sql/saved/{id}/run" in spec["paths"]

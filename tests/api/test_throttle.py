@@ -13,7 +13,7 @@ import redis
 
 from aisle.settings import Settings
 from api.app import create_app
-from tests.factories import PASSWORD, make_user, make_verified_site
+from tests.factories import PASSWORD, Session, enable_mfa, make_user, make_verified_site, totp_code
 from tests.servers import LiveServer, free_port
 
 ORIGIN = {"Origin": "https://shop.example.com"}
@@ -177,6 +177,108 @@ def test_every_login_answer_carries_the_address_rate_limit_headers(client, store
     ok = login(client, user["email"], PASSWORD)
     assert ok.status_code == 200
     assert ok.headers["X-RateLimit-Remaining"] == "28"
+
+
+# --- MFA throttles ---------------------------------------------------------------------------------------
+
+MFA_CODE_INVALID = {"code": "MFA_CODE_INVALID", "message": "The MFA code is wrong", "details": None}
+MFA_THROTTLED = {
+    "code": "MFA_THROTTLED",
+    "message": "Too many wrong MFA codes for this account; try again later",
+    "details": {"limit": 5, "windowSeconds": 900},
+}
+
+
+def mfa_challenge(client: httpx.Client, email: str) -> str:
+    response = login(client, email, PASSWORD)
+    assert response.status_code == 200, response.text
+    return response.json()["challengeToken"]
+
+
+def verify_mfa(client: httpx.Client, challenge: str, code: str) -> httpx.Response:
+    return client.post("/auth/login/verify-mfa", json={"challengeToken": challenge, "code": code})
+
+
+def assert_mfa_throttled(response: httpx.Response) -> None:
+    assert response.status_code == 429
+    assert response.json()["error"] == MFA_THROTTLED
+    assert response.headers["X-RateLimit-Limit"] == "5"
+    assert response.headers["X-RateLimit-Remaining"] == "0"
+    assert 1 <= int(response.headers["Retry-After"]) <= 900
+    assert response.headers["X-RateLimit-Reset"] == response.headers["Retry-After"]
+
+
+def test_wrong_mfa_codes_at_login_lock_the_account_even_for_the_right_code(client, owner, store):
+    secret, backup = enable_mfa(owner)
+    challenge = mfa_challenge(client, owner.user["email"])
+    for _ in range(5):
+        response = verify_mfa(client, challenge, "000000")
+        assert response.status_code == 401
+        assert error_code(response) == "MFA_CODE_INVALID"
+
+    # Neither the same challenge nor a fresh one buys more guesses: the count is the account's.
+    assert_mfa_throttled(verify_mfa(client, challenge, totp_code(secret, offset_steps=1)))
+    assert_mfa_throttled(verify_mfa(client, mfa_challenge(client, owner.user["email"]), backup[0]))
+
+    # Another account with MFA is untouched.
+    bystander = Session(client, make_user(store))
+    bystander_secret, _ = enable_mfa(bystander)
+    ok = verify_mfa(
+        client, mfa_challenge(client, bystander.user["email"]), totp_code(bystander_secret, offset_steps=1)
+    )
+    assert ok.status_code == 200
+
+
+def test_a_right_mfa_code_forgets_earlier_wrong_ones(client, owner):
+    _, backup = enable_mfa(owner)
+    for right in backup[:2]:
+        challenge = mfa_challenge(client, owner.user["email"])
+        for _ in range(4):
+            assert verify_mfa(client, challenge, "000000").status_code == 401
+        assert verify_mfa(client, challenge, right).status_code == 200
+
+
+def test_logged_in_mfa_routes_count_wrong_codes_against_the_account(client, owner):
+    """A stolen access token buys no more guesses than the login does: the routes share one count."""
+    secret, backup = enable_mfa(owner)
+    right = owner.post("/auth/mfa/verify", json={"code": totp_code(secret, offset_steps=1)})
+    assert right.json() == {"valid": True}
+    assert (right.headers["X-RateLimit-Limit"], right.headers["X-RateLimit-Remaining"]) == ("5", "5")
+
+    wrong = [
+        ("/auth/mfa/verify", 200),
+        ("/auth/mfa/disable", 400),
+        ("/auth/mfa/backup-codes/regenerate", 400),
+        ("/auth/mfa/verify", 200),
+        ("/auth/mfa/disable", 400),
+    ]
+    for remaining, (path, status) in zip(("4", "3", "2", "1", "0"), wrong, strict=True):
+        response = owner.post(path, json={"code": "000000"})
+        assert response.status_code == status, path
+        assert response.json() == ({"valid": False} if status == 200 else {"error": MFA_CODE_INVALID})
+        assert response.headers["X-RateLimit-Limit"] == "5"
+        assert response.headers["X-RateLimit-Remaining"] == remaining
+        assert 1 <= int(response.headers["X-RateLimit-Reset"]) <= 900
+
+    for path, code in [
+        ("/auth/mfa/verify", totp_code(secret, offset_steps=1)),
+        ("/auth/mfa/disable", backup[0]),
+        ("/auth/mfa/backup-codes/regenerate", totp_code(secret, offset_steps=1)),
+    ]:
+        assert_mfa_throttled(owner.post(path, json={"code": code}))
+    # The login's MFA step is refused too, and MFA is still on with every backup code.
+    assert_mfa_throttled(verify_mfa(client, mfa_challenge(client, owner.user["email"]), backup[1]))
+    assert owner.get("/auth/mfa/status").json() == {"enabled": True, "backupCodesRemaining": 10}
+
+
+def test_mfa_enable_counts_wrong_codes_against_the_account(owner):
+    secret = owner.post("/auth/mfa/setup").json()["secret"]
+    for _ in range(5):
+        response = owner.post("/auth/mfa/enable", json={"code": "000000"})
+        assert response.status_code == 400
+        assert error_code(response) == "MFA_CODE_INVALID"
+    assert_mfa_throttled(owner.post("/auth/mfa/enable", json={"code": totp_code(secret)}))
+    assert owner.get("/auth/mfa/status").json() == {"enabled": False, "backupCodesRemaining": 0}
 
 
 # --- two deployments ---------------------------------------------------------------------------------------

@@ -80,14 +80,14 @@ def test_a_worker_prepares_the_line_the_server_would_write():
     line, failures = in_process_line(raws[0], ctx())
     assert first.line == line
     assert first.event_ids == ["e-1", "e-3"]
-    assert first.visitor == "v-1"
+    assert first.visitors == ["v-1"]
     assert (
         [(i, e.code, e.reason) for i, e in first.failures]
         == failures
         == [(1, "MISSING_PRODUCT_CODE", "'add_to_cart' needs metadata.productItemCode")]
     )
     assert second.line == in_process_line(raws[1], ctx())[0]
-    assert second.visitor == "v-2"
+    assert second.visitors == ["v-2"]
 
 
 def test_bodies_the_fast_path_does_not_take_whole_are_left_to_the_server():

@@ -253,6 +253,41 @@ def test_refusals_name_what_was_refused_and_where(shop):
     assert refused.value.details["duckdbSql"] == "SELECT CURRENT_SETTING('x') FROM events"
 
 
+def test_refusals_name_functions_and_parameters_as_the_caller_wrote_them():
+    # sqlglot named T-SQL's OPENJSON after its class (open_j_s_o_n), ClickHouse's currentDatabase by its
+    # generic name, a parameter as generic SQL writes it (Snowflake's $1 as :1), and ROWS FROM as table ''.
+    cases = [
+        ("tsql", "SELECT * FROM OPENJSON('[1]')", "SQL_TABLE_FUNCTION_NOT_ALLOWED",
+         {"refused": "openjson", "kind": "table_function"}, "Table function 'openjson' is not allowed;"),
+        # No position rather than that of the argument `metadata`.
+        ("tsql", "SELECT OPENJSON(metadata) FROM events", "SQL_FUNCTION_NOT_ALLOWED",
+         {"refused": "openjson", "kind": "function"}, "Function 'openjson' is not allowed;"),
+        ("clickhouse", "SELECT 1,\n currentDatabase()", "SQL_FUNCTION_NOT_ALLOWED",
+         {"refused": "currentDatabase", "kind": "function", "position": {"line": 2, "column": 2}},
+         "Function 'currentDatabase' is not allowed;"),
+        ("duckdb", "SELECT getEnv('HOME')", "SQL_FUNCTION_NOT_ALLOWED",
+         {"refused": "getEnv", "kind": "function", "position": {"line": 1, "column": 8}},
+         "Function 'getEnv' is not allowed;"),
+        ("snowflake", "SELECT $1 FROM events", "SQL_PARAMETER_UNNAMED", {"refused": "$1", "kind": "parameter"},
+         "Use named parameters ($name in DuckDB, :name or @name in other dialects), not $1"),
+        ("duckdb", "SELECT $1", "SQL_PARAMETER_UNNAMED", {"refused": "$1", "kind": "parameter"},
+         "Use named parameters ($name in DuckDB, :name or @name in other dialects), not $1"),
+        ("postgres", "SELECT * FROM events WHERE name = %s", "SQL_PARAMETER_UNNAMED",
+         {"refused": "%s", "kind": "parameter"},
+         "Use named parameters ($name in DuckDB, :name or @name in other dialects), not %s"),
+        ("postgres", "SELECT * FROM ROWS FROM (generate_series(1, 2), generate_series(1, 3))", "SQL_UNSUPPORTED",
+         {"unsupported": "ROWS FROM (GENERATE_SERIES(1, 2), GENERATE_SERIES(1, 3))"},
+         "ROWS FROM (...) has no DuckDB equivalent; call the table function in FROM itself "
+         "(FROM generate_series(1, 3)), or join one per function"),
+    ]  # fmt: skip
+    for dialect, query, code, details, message in cases:
+        with pytest.raises(SqlError) as refused:
+            guard(query, dialect=dialect)
+        refused.value.details.pop("duckdbSql", None)
+        assert (refused.value.code, refused.value.details) == (code, details), query
+        assert refused.value.message.startswith(message), refused.value.message
+
+
 def test_a_refused_statement_is_named_by_the_keyword_it_starts_with():
     # sqlglot reads statements it does not know as something else: CHECKPOINT as a column, DEALLOCATE x
     # as an alias, TRUNCATE as "TruncateTable".
@@ -551,6 +586,36 @@ def test_constructs_duckdb_has_no_form_of_are_unsupported_not_syntax_errors(shop
     )
 
 
+def test_pivot_runs_with_its_values_listed_and_is_unsupported_without_them(shop):
+    assert rows(shop, "SELECT * FROM (PIVOT events ON name IN ('page_view', 'purchase') USING count(*) "
+                      "GROUP BY date) ORDER BY date") == [
+        (date(2024, 3, 1), 2, 1), (date(2024, 3, 2), 2, 0),
+    ]  # fmt: skip
+    assert rows(shop, "SELECT * FROM (SELECT visitor_id, name FROM events) PIVOT (count(*) FOR name IN "
+                      "('purchase')) ORDER BY visitor_id") == [("ann", 1), ("bob", 0), ("cy", 0)]  # fmt: skip
+    # Without the list DuckDB ran statements of its own to find the values, and the run was refused as
+    # SQL_STATEMENT_NOT_ALLOWED ("Only one read-only SELECT statement may run") though the docs allow it.
+    with pytest.raises(SqlError) as refused:
+        rows(shop, "SELECT *\nFROM (PIVOT events ON name USING count(*) GROUP BY date)")
+    assert (refused.value.code, refused.value.message, refused.value.details) == (
+        "SQL_UNSUPPORTED",
+        "PIVOT needs an IN (...) list of the values of name to turn into columns (ON name IN ('a', 'b')); "
+        "without one DuckDB runs statements of its own to find them, which is not allowed here",
+        {"unsupported": "PIVOT ON name", "position": {"line": 2, "column": 23}},
+    )
+    cases = [
+        ("duckdb", "WITH p AS (PIVOT events ON date, name USING count(*)) SELECT * FROM p", "PIVOT ON date"),
+        ("duckdb", "SELECT * FROM (PIVOT events ON name IN (SELECT 'x') USING count(*))", "PIVOT ON name"),
+        ("snowflake", "SELECT * FROM events PIVOT (count(*) FOR name IN (ANY))", "PIVOT FOR name"),
+        ("snowflake", "SELECT * FROM events PIVOT (count(*) FOR name IN (SELECT name FROM events))",
+         "PIVOT FOR name"),
+    ]  # fmt: skip
+    for dialect, query, unsupported in cases:
+        with pytest.raises(SqlError) as refused:
+            guard(query, dialect=dialect)
+        assert (refused.value.code, refused.value.details["unsupported"]) == ("SQL_UNSUPPORTED", unsupported)
+
+
 def test_duckdb_with_ctes_and_a_join_of_views(shop):
     sql = """
         WITH buyers AS (SELECT DISTINCT visitor_id FROM orders WHERE NOT is_refund)
@@ -674,6 +739,22 @@ def test_errors_advise_what_a_query_can_do_not_statements_the_sandbox_refuses(sh
     assert rows(shop, "SELECT 7 // NULLIF(0, 0) AS quotient") == [(None,)]
 
 
+def test_an_expression_deeper_than_duckdb_allows_is_too_complex_not_a_syntax_error(shop):
+    # sqlglot reads a long chain of + flat; DuckDB nests it one level per operator and stops at 1000, in its
+    # parser (answered SQL_SYNTAX_ERROR) or its binder (SQL_INVALID), though nothing in the SQL is wrong.
+    message = (
+        "An expression of the query nests too deeply: DuckDB allows 1000 levels, and each operator of a chain "
+        "such as a + b + c or a || b || c is one; write it with fewer levels (list_sum([a, b, c]), "
+        "concat(a, b, c)) or in steps with CTEs"
+    )
+    for terms in (1000, 1100):  # past the binder's limit, then the parser's
+        with pytest.raises(SqlError) as refused:
+            rows(shop, "SELECT " + " + ".join(["1"] * terms) + " AS n")
+        assert (refused.value.code, refused.value.message) == ("SQL_TOO_COMPLEX", message)
+        assert refused.value.details["maxDepth"] == 1000
+    assert rows(shop, "SELECT list_sum([" + ", ".join(["1"] * 1100) + "]) AS n") == [(1100,)]
+
+
 def test_execute_runs_a_guarded_query(shop):
     query = guard("SELECT count(*) AS n FROM people WHERE person_id LIKE :p", dialect="snowflake")
     assert query.parameters == ("p",)
@@ -786,6 +867,32 @@ def test_an_integer_wider_than_38_digits_is_an_error_not_a_wrapped_number(shop):
     with pytest.raises(SqlError) as refused:
         run_sql(shop, "SELECT 340282366920938463463374607431768211455::UHUGEINT AS n", site_id=SITE)
     assert refused.value.code == "SQL_EXECUTION_ERROR" and "DECIMAL(38,0)" in refused.value.message
+
+
+def test_json_gives_a_column_of_integers_javascript_cannot_hold_exactly_as_strings(shop):
+    from queries.adhoc_sql_formats import csv_chunks, json_body
+
+    # JSON.parse rounds a number past 2^53 - 1 without a word (9007199254740993 reads as ...992): such
+    # values were numbers, and only a HUGEINT past 2^63 a string.
+    result = run_sql(shop, """SELECT * FROM (VALUES
+        (9007199254740991::BIGINT, 9007199254740992::BIGINT, [1]::BIGINT[], {'n': 1::BIGINT, 'i': 1::INTEGER},
+         1::HUGEINT, 18446744073709551615::UBIGINT, 3::HUGEINT, MAP {1::BIGINT: 'a'}),
+        (-9007199254740991::BIGINT, NULL::BIGINT, [9007199254740993]::BIGINT[],
+         {'n': 9007199254740993::BIGINT, 'i': 2::INTEGER}, -9007199254740992::HUGEINT, 1::UBIGINT, NULL::HUGEINT,
+         MAP {9007199254740993::BIGINT: 'b'})
+    ) AS t(safe, past, list, struct, huge, unsigned, sum, map)""", site_id=SITE)  # fmt: skip
+    assert json.loads(json_body(result))["rows"] == [
+        [9007199254740991, "9007199254740992", ["1"], {"n": "1", "i": 1}, "1", "18446744073709551615", 3,
+         [["1", "a"]]],
+        [-9007199254740991, None, ["9007199254740993"], {"n": "9007199254740993", "i": 2}, "-9007199254740992",
+         "1", None, [["9007199254740993", "b"]]],
+    ]  # fmt: skip
+    # CSV (and Parquet) carry integers exactly as they are.
+    assert b"".join(csv_chunks(result)).decode().splitlines()[1:] == [
+        '9007199254740991,9007199254740992,"[1]","{""n"":1,""i"":1}",1,18446744073709551615,3,"[[1,""a""]]"',
+        '-9007199254740991,,"[9007199254740993]","{""n"":9007199254740993,""i"":2}",-9007199254740992,1,,'
+        '"[[9007199254740993,""b""]]"',
+    ]
 
 
 def test_dates_and_times_python_cannot_hold_come_as_text(shop):

@@ -180,3 +180,33 @@ def test_cached_values_round_trip_expire_and_clear_by_prefix(redis_server):
         assert hot.get_value("cohort:s2:a") == b"other site"
     clock[0] = 61.0
     assert backends[0].get_value("cohort:s2:a") is None
+
+
+def test_set_value_if_absent_sets_once_until_the_value_expires(backend):
+    hot = backend.hot
+    assert hot.set_value_if_absent("once", b"first", ttl_seconds=1) is True
+    assert hot.set_value_if_absent("once", b"second", ttl_seconds=1) is False
+    assert hot.get_value("once") == b"first"
+    hot.set_value("taken", b"x", ttl_seconds=60)
+    assert hot.set_value_if_absent("taken", b"y", ttl_seconds=60) is False
+    backend.advance(1.2)
+    assert hot.get_value("once") is None
+    assert hot.set_value_if_absent("once", b"third", ttl_seconds=60) is True
+    assert hot.get_value("once") == b"third"
+
+
+def test_of_concurrent_set_value_if_absent_calls_exactly_one_wins(backend):
+    hot = backend.hot
+    wins: list[bool] = []
+    start = threading.Barrier(8)
+
+    def worker() -> None:
+        start.wait()
+        wins.append(hot.set_value_if_absent("claim", b"mine", ttl_seconds=60))
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(wins) == [False] * 7 + [True]

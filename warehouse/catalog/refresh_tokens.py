@@ -45,6 +45,16 @@ def mark_rotated(conn: Connection, *, token_id: str) -> bool:
     return result.rowcount == 1
 
 
+def family_active(conn: Connection, *, family_id: str) -> bool:
+    """True while the session (rotation family) has a token nobody revoked."""
+    row = conn.execute(
+        select(refresh_tokens.c.id)
+        .where(refresh_tokens.c.family_id == family_id, refresh_tokens.c.revoked_at.is_(None))
+        .limit(1)
+    ).first()
+    return row is not None
+
+
 def revoke_family(conn: Connection, *, family_id: str) -> None:
     conn.execute(
         update(refresh_tokens)
