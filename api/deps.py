@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import Engine
 
 from aisle.settings import Settings
@@ -62,20 +63,28 @@ class Principal:
         return permission in self.permissions
 
 
-def _bearer(request: Request) -> str:
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+# Declared through FastAPI's scheme so the OpenAPI schema names the Bearer requirement of every private
+# operation; the missing-token answer stays ours (auto_error would answer FastAPI's own 403).
+_BEARER = HTTPBearer(
+    scheme_name="bearerAuth",
+    bearerFormat="JWT",
+    description="An access token from POST /auth/login (or /auth/refresh), as 'Authorization: Bearer <token>'.",
+    auto_error=False,
+)
+
+
+def _principal(
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)],
+    settings: SettingsDep,
+    store: StoreDep,
+) -> Principal:
+    if credentials is None or not credentials.credentials.strip():
         raise Unauthorized(
             "Send an access token as 'Authorization: Bearer <token>'",
             code="AUTH_REQUIRED",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    return token.strip()
-
-
-def _principal(request: Request, settings: SettingsDep, store: StoreDep) -> Principal:
-    claims = tokens.read(settings.signing_key, _bearer(request), kind="access")
+    claims = tokens.read(settings.signing_key, credentials.credentials.strip(), kind="access")
     session = claims.get("sid")
     with store.connect() as conn:
         user = users.get(conn, user_id=claims["sub"])

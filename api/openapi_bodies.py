@@ -1,4 +1,6 @@
-"""Request bodies that routes read raw (to validate item by item) but still document in OpenAPI."""
+"""The OpenAPI schema beyond what FastAPI derives: bodies that routes read raw (to validate item by item),
+answers every route of a kind can give (400 for validation, 413/415 for JSON bodies), and the site API
+key of the public routes."""
 
 from __future__ import annotations
 
@@ -29,6 +31,40 @@ def documented_body(model: Any, description: str, *, name: str | None = None) ->
     }
 
 
+# Answers the middleware gives before a route runs (api.body_limit, api.media_type).
+_TOO_LARGE = "The body is larger than the route's limit (BODY_TOO_LARGE, or PAYLOAD_TOO_LARGE on ingestion)."
+_NOT_JSON = "The body was sent under a content type other than JSON (UNSUPPORTED_MEDIA_TYPE)."
+
+SITE_API_KEY = {
+    "type": "apiKey",
+    "in": "header",
+    "name": "x-aisle-api-key",
+    "description": "A site API key (POST /sites/{id}/api-keys), for apps that send neither Origin nor "
+    "Referer. A browser on a verified domain of the site needs no key.",
+}
+
+
+def _document_body_answers(schema: dict[str, Any], error_response: dict[str, Any]) -> None:
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            content = operation.get("requestBody", {}).get("content", {})
+            if "application/json" not in content:
+                continue
+            responses = operation.setdefault("responses", {})
+            responses.setdefault("413", {**error_response, "description": _TOO_LARGE})
+            if set(content) == {"application/json"}:  # not ingestion (text/plain beacons) nor feeds
+                responses.setdefault("415", {**error_response, "description": _NOT_JSON})
+
+
+def _document_site_api_key(schema: dict[str, Any]) -> None:
+    """Public routes take either a page's Origin (no credentials) or the site API key header."""
+    schema.setdefault("components", {}).setdefault("securitySchemes", {})["siteApiKey"] = SITE_API_KEY
+    for path, operations in schema.get("paths", {}).items():
+        if "/public/sites/{siteKey}/" in path:
+            for operation in operations.values():
+                operation["security"] = [{}, {"siteApiKey": []}]
+
+
 def install(app: FastAPI, *, error_response: dict[str, Any]) -> None:
     """Add the raw-read bodies to the schema and document validation errors as they are answered."""
     original = app.openapi
@@ -50,6 +86,8 @@ def install(app: FastAPI, *, error_response: dict[str, Any]) -> None:
                     responses.setdefault("400", error_response)
         components.pop("HTTPValidationError", None)
         components.pop("ValidationError", None)
+        _document_body_answers(schema, error_response)
+        _document_site_api_key(schema)
         return schema
 
     app.openapi = openapi

@@ -36,6 +36,7 @@ from api.deps import (
     SettingsDep,
     StoreDep,
 )
+from api.errors import error_response
 from api.schemas import Ok
 from api.throttle import Limit, headers_on_errors, throttle
 from warehouse.catalog import users
@@ -49,6 +50,10 @@ def _tokens(pair: service.TokenPair) -> Tokens:
     return Tokens(
         access_token=pair.access_token, refresh_token=pair.refresh_token, expires_in=pair.expires_in
     )
+
+
+# Routes that count attempts answer 429 (LOGIN_THROTTLED, MFA_THROTTLED, RATE_LIMITED) with Retry-After.
+THROTTLED = {429: error_response("Too many attempts: retry after `Retry-After` seconds.")}
 
 
 @router.post("/register", status_code=201, response_model=UserOut)
@@ -66,7 +71,7 @@ def register(body: RegisterBody, store: StoreDep, settings: SettingsDep, outbox:
     return user_out(user)
 
 
-@router.post("/login", response_model=Tokens | MfaChallenge)
+@router.post("/login", response_model=Tokens | MfaChallenge, responses=THROTTLED)
 def login(
     body: LoginBody,
     store: StoreDep,
@@ -87,7 +92,7 @@ def login(
     return _tokens(result)
 
 
-@router.post("/login/verify-mfa", response_model=Tokens)
+@router.post("/login/verify-mfa", response_model=Tokens, responses=THROTTLED)
 def verify_mfa_login(
     body: VerifyMfaLoginBody,
     store: StoreDep,
@@ -150,7 +155,7 @@ def mfa_setup(store: StoreDep, principal: CurrentUser) -> MfaSetup:
 # too); every answer carries that limit's `X-RateLimit-*` headers.
 
 
-@router.post("/mfa/verify", response_model=MfaVerified)
+@router.post("/mfa/verify", response_model=MfaVerified, responses=THROTTLED)
 def mfa_verify(
     body: MfaCodeBody, store: StoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
 ) -> MfaVerified:
@@ -160,7 +165,7 @@ def mfa_verify(
         return MfaVerified(valid=mfa.verify(store, guesses, user_id=principal.user_id, code=body.code))
 
 
-@router.post("/mfa/enable", response_model=BackupCodes)
+@router.post("/mfa/enable", response_model=BackupCodes, responses=THROTTLED)
 def mfa_enable(
     body: MfaCodeBody, store: StoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
 ) -> BackupCodes:
@@ -169,7 +174,7 @@ def mfa_enable(
         return BackupCodes(backup_codes=mfa.enable(store, guesses, user_id=principal.user_id, code=body.code))
 
 
-@router.post("/mfa/disable", response_model=Ok)
+@router.post("/mfa/disable", response_model=Ok, responses=THROTTLED)
 def mfa_disable(
     body: MfaCodeBody, store: StoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
 ) -> Ok:
@@ -179,7 +184,7 @@ def mfa_disable(
     return Ok()
 
 
-@router.post("/mfa/backup-codes/regenerate", response_model=BackupCodes)
+@router.post("/mfa/backup-codes/regenerate", response_model=BackupCodes, responses=THROTTLED)
 def mfa_regenerate(
     body: MfaCodeBody, store: StoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
 ) -> BackupCodes:
@@ -212,7 +217,7 @@ def verify_email(body: VerifyEmailBody, store: StoreDep, settings: SettingsDep) 
     return VerificationStatus(email=user["email"], email_verified=True)
 
 
-@router.post("/resend-verification", response_model=Ok, status_code=202)
+@router.post("/resend-verification", response_model=Ok, status_code=202, responses=THROTTLED)
 def resend_verification(
     body: ResendVerificationBody,
     store: StoreDep,

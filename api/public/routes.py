@@ -5,12 +5,17 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from api.deps import ClientAddress, HotStateDep, SettingsDep
+from api.errors import error_response
 from api.public.guard import PublicSite
 from api.sites.service import tracking_config
 from api.sites.tracking_config import TrackerConfig
 from api.throttle import Limit, throttle
 
-router = APIRouter(prefix="/public/sites/{siteKey}", tags=["public"])
+router = APIRouter(
+    prefix="/public/sites/{siteKey}",
+    tags=["public"],
+    responses={429: error_response("Throttled (RATE_LIMITED): retry after `Retry-After` seconds.")},
+)
 
 
 @router.get("/tracking-config", response_model=TrackerConfig)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
 
 from api.auth.permissions import SITES_WRITE
 from api.deps import (
@@ -115,7 +117,11 @@ def get_tracking_config(site: ReadableSite) -> TrackerConfig:
 def put_tracking_config(
     patch: Annotated[dict[str, Any], Body()], site: WritableSite, store: StoreDep, principal: CurrentUser
 ) -> TrackerConfig:
-    return service.update_tracking_config(store, site=site, user_id=principal.user_id, patch=patch)
+    try:
+        return service.update_tracking_config(store, site=site, user_id=principal.user_id, patch=patch)
+    except ValidationError as exc:
+        # Named from the body, as every other route's fields are: `body.dataLayerConfig.bufferSize`.
+        raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]) from None
 
 
 @router.put("/admin/sites/{id}", response_model=SiteOut, tags=["admin"])

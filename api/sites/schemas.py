@@ -38,6 +38,9 @@ def normalise_domain(value: str) -> str:
     return text
 
 
+CURRENCY_PATTERN = "^[A-Z]{3}$"
+
+
 def _currency(value: str | None) -> str | None:
     return None if value is None else normalise_currency(value)
 
@@ -92,7 +95,7 @@ class SiteOut(CamelModel):
     name: str
     domain: str
     site_key: str
-    currency: str
+    currency: str = Field(pattern=CURRENCY_PATTERN, description="ISO-4217, three uppercase letters.")
     timezone: str
     is_verified: bool
     verified_at: datetime | None
@@ -114,7 +117,7 @@ class TrackingSummary(CamelModel):
 class SiteStats(CamelModel):
     site_id: str
     is_verified: bool
-    currency: str
+    currency: str = Field(pattern=CURRENCY_PATTERN, description="ISO-4217, three uppercase letters.")
     timezone: str
     api_keys: ApiKeyCounts
     tracking: TrackingSummary

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, ConfigDict, Field, field_validator
 
 from api.schemas import StrictCamelModel
 from ingest.event_names import CANONICAL_EVENT_NAMES
@@ -14,7 +14,12 @@ ConsentCategory = Literal["necessary", "analytics", "marketing", "preferences"]
 _IDENTIFIER = r"^[A-Za-z_$][A-Za-z0-9_$]*$"
 
 
-class CookieConsent(StrictCamelModel):
+class _Setting(StrictCamelModel):
+    # Strict types: "yes" or 1 for a flag and "50" for a size are mistakes to report, not to coerce.
+    model_config = ConfigDict(strict=True)
+
+
+class CookieConsent(_Setting):
     enabled: bool = False
     variable_name: str = Field(default="aisleConsent", pattern=_IDENTIFIER, max_length=100)
     wait_for_consent: bool = False
@@ -31,11 +36,11 @@ class CookieConsent(StrictCamelModel):
     storage_key: str | None = Field(default=None, max_length=100)
 
 
-class TrackingModule(StrictCamelModel):
+class TrackingModule(_Setting):
     enabled: bool = True
 
 
-class TrackingModules(StrictCamelModel):
+class TrackingModules(_Setting):
     page: TrackingModule = TrackingModule()
     product: TrackingModule = TrackingModule()
     basket: TrackingModule = TrackingModule()
@@ -44,7 +49,7 @@ class TrackingModules(StrictCamelModel):
     search: TrackingModule = TrackingModule()
 
 
-class DataLayerConfig(StrictCamelModel):
+class DataLayerConfig(_Setting):
     enabled: bool = True
     variable_name: str = Field(default="aisleLayer", pattern=_IDENTIFIER, max_length=100)
     page_detection: Literal["auto", "manual", "patterns"] = "auto"
@@ -86,7 +91,7 @@ class DataLayerConfig(StrictCamelModel):
         return value
 
 
-class TrackerConfig(StrictCamelModel):
+class TrackerConfig(_Setting):
     batching_enabled: bool = False
     batch_size: int = Field(default=50, ge=1, le=500)
     flush_interval: int = Field(default=30, ge=1, le=3600, description="Seconds.")

@@ -72,6 +72,56 @@ def test_openapi_documents_the_error_envelope(client):
     assert schema["properties"]["error"]["required"] == ["code", "message", "details"]
 
 
+def test_openapi_names_the_bearer_token_of_exactly_the_operations_that_ask_for_one(client):
+    spec = client.get("/openapi.json").json()
+    assert spec["components"]["securitySchemes"]["bearerAuth"] == {
+        "type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+        "description": "An access token from POST /auth/login (or /auth/refresh), as 'Authorization: Bearer <token>'.",
+    }  # fmt: skip
+    private = 0
+    for path, operations in spec["paths"].items():
+        url = re.sub(r"\{[^}]+\}", "00000000-0000-4000-8000-000000000000", path.removeprefix("/api/v1"))
+        for method, operation in operations.items():
+            answer = client.request(method.upper(), url)
+            asks = answer.status_code == 401 and answer.json()["error"]["code"] == "AUTH_REQUIRED"
+            assert ({"bearerAuth": []} in operation.get("security", [])) == asks, (method, path, answer.text)
+            private += asks
+    assert private > 60
+    assert spec["paths"]["/api/v1/auth/me"]["get"]["security"] == [{"bearerAuth": []}]
+    assert "security" not in spec["paths"]["/api/v1/auth/login"]["post"]
+
+
+def test_openapi_documents_the_site_api_key_of_the_public_routes(client):
+    spec = client.get("/openapi.json").json()
+    assert spec["components"]["securitySchemes"]["siteApiKey"]["name"] == "x-aisle-api-key"
+    assert spec["components"]["securitySchemes"]["siteApiKey"]["in"] == "header"
+    public = {(path, method): operation for path, operations in spec["paths"].items()
+              for method, operation in operations.items() if path.startswith("/api/v1/public/")}  # fmt: skip
+    assert ("/api/v1/public/sites/{siteKey}/events/batch", "post") in public
+    assert ("/api/v1/public/sites/{siteKey}/tracking-config", "get") in public
+    for key, operation in public.items():
+        assert operation["security"] == [{}, {"siteApiKey": []}], key
+
+
+def test_openapi_documents_413_and_415_for_json_bodies_and_429_where_attempts_are_counted(client):
+    spec = client.get("/openapi.json").json()
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            content = operation.get("requestBody", {}).get("content", {})
+            if content:
+                assert "413" in operation["responses"], (method, path)
+            assert ("415" in operation["responses"]) == (set(content) == {"application/json"}), (method, path)
+    paths = spec["paths"]
+    assert "415" in paths["/api/v1/sites/{id}/tracking-config"]["put"]["responses"]
+    assert "415" not in paths["/api/v1/public/sites/{siteKey}/orders"]["post"]["responses"]
+    counted = ["/auth/login", "/auth/login/verify-mfa", "/auth/mfa/verify", "/auth/mfa/enable", "/auth/mfa/disable",
+               "/auth/mfa/backup-codes/regenerate", "/auth/resend-verification", "/public/sites/{siteKey}/events/batch",
+               "/public/sites/{siteKey}/orders", "/public/sites/{siteKey}/consent"]  # fmt: skip
+    for path in counted:
+        assert "429" in paths[f"/api/v1{path}"]["post"]["responses"], path
+    assert "429" in paths["/api/v1/public/sites/{siteKey}/tracking-config"]["get"]["responses"]
+
+
 def test_health_reports_each_check(client):
     body = client.get("/health").json()
     assert body["status"] == "ok"

@@ -248,6 +248,12 @@ def test_create_refuses_a_currency_outside_iso_4217(owner, currency):
     assert owner.get("/sites").json() == []
 
 
+def test_the_schema_promises_three_uppercase_letters_for_a_sites_currency(client):
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    for model in ("SiteOut", "SiteStats"):
+        assert schemas[model]["properties"]["currency"]["pattern"] == "^[A-Z]{3}$", model
+
+
 @pytest.mark.parametrize(
     ("sent", "stored"),
     [
@@ -641,29 +647,41 @@ def test_the_read_name_granular_is_also_accepted_on_write(owner):
 @pytest.mark.parametrize(
     ("patch", "field"),
     [
-        ({"batchSize": 0}, "batchSize"),
-        ({"batchSize": "fifty"}, "batchSize"),
-        ({"flushInterval": -1}, "flushInterval"),
-        ({"unknownKey": 1}, "unknownKey"),
-        ({"dataLayerConfig": {"bufferSize": 0}}, "dataLayerConfig.bufferSize"),
-        ({"dataLayerConfig": {"flushInterval": 5}}, "dataLayerConfig.flushInterval"),
-        ({"dataLayerConfig": {"pageDetection": "magic"}}, "dataLayerConfig.pageDetection"),
-        ({"dataLayerConfig": {"variableName": "my layer"}}, "dataLayerConfig.variableName"),
-        ({"dataLayerConfig": {"surprise": True}}, "dataLayerConfig.surprise"),
+        ({"batchSize": 0}, "body.batchSize"),
+        ({"batchSize": "fifty"}, "body.batchSize"),
+        ({"flushInterval": -1}, "body.flushInterval"),
+        ({"unknownKey": 1}, "body.unknownKey"),
+        ({"dataLayerConfig": {"bufferSize": 0}}, "body.dataLayerConfig.bufferSize"),
+        ({"dataLayerConfig": {"flushInterval": 5}}, "body.dataLayerConfig.flushInterval"),
+        ({"dataLayerConfig": {"pageDetection": "magic"}}, "body.dataLayerConfig.pageDetection"),
+        ({"dataLayerConfig": {"variableName": "my layer"}}, "body.dataLayerConfig.variableName"),
+        ({"dataLayerConfig": {"surprise": True}}, "body.dataLayerConfig.surprise"),
         (
             {"dataLayerConfig": {"reverseEventMapping": {"AddToCart": "addToCart"}}},
-            "dataLayerConfig.reverseEventMapping",
+            "body.dataLayerConfig.reverseEventMapping",
         ),
-        ({"dataLayerConfig": {"pageTypePatterns": {"product": "(["}}}, "dataLayerConfig.pageTypePatterns"),
+        (
+            {"dataLayerConfig": {"pageTypePatterns": {"product": "(["}}},
+            "body.dataLayerConfig.pageTypePatterns",
+        ),
         (
             {"dataLayerConfig": {"cookieConsent": {"requiredCategories": ["necessary", "statistics"]}}},
-            "dataLayerConfig.cookieConsent.requiredCategories.1",
+            "body.dataLayerConfig.cookieConsent.requiredCategories.1",
         ),
         (
             {"dataLayerConfig": {"trackingModules": {"video": {"enabled": True}}}},
-            "dataLayerConfig.trackingModules.video",
+            "body.dataLayerConfig.trackingModules.video",
         ),
-        ({"dataLayerConfig": "off"}, "dataLayerConfig"),
+        ({"dataLayerConfig": "off"}, "body.dataLayerConfig"),
+        # Strict types: a flag or a size in another type is a mistake, not something to coerce.
+        ({"batchingEnabled": "yes"}, "body.batchingEnabled"),
+        ({"debugMode": 1}, "body.debugMode"),
+        ({"batchSize": "50"}, "body.batchSize"),
+        ({"maxRetries": 2.0}, "body.maxRetries"),
+        (
+            {"dataLayerConfig": {"cookieConsent": {"enabled": "true"}}},
+            "body.dataLayerConfig.cookieConsent.enabled",
+        ),
     ],
 )
 def test_invalid_tracking_config_answers_400_and_keeps_the_stored_config(owner, patch, field):
