@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import time
+import unicodedata
 from typing import Any
 
 import pyotp
@@ -35,7 +36,8 @@ def guess_throttle(hot: HotState, settings: Settings, *, user_id: str) -> GuessT
 
 
 def _normalise(code: str) -> str:
-    return code.replace(" ", "").replace("-", "").strip().lower()
+    # NFKC turns full-width digits (a phone keyboard's) into ASCII ones.
+    return unicodedata.normalize("NFKC", code).replace(" ", "").replace("-", "").strip().lower()
 
 
 def _matching_timestep(secret: str, code: str) -> int | None:
@@ -52,7 +54,8 @@ def check_totp(conn: Connection, *, user: dict[str, Any], code: str, consume: bo
     """A TOTP code is accepted once: a replay of the same (or an older) step is refused. With
     ``consume=False`` the code is checked without spending its step."""
     code = _normalise(code)
-    if not user["mfa_secret"] or not code.isdigit():
+    # isdigit alone passes other scripts' digits, which compare_digest cannot compare (a 500).
+    if not user["mfa_secret"] or not (code.isascii() and code.isdigit()):
         return False
     step = _matching_timestep(user["mfa_secret"], code)
     if step is None or (user["mfa_last_timestep"] is not None and step <= user["mfa_last_timestep"]):

@@ -232,6 +232,23 @@ def test_mfa_verify_checks_a_code_without_enabling(owner):
     assert owner.get("/auth/mfa/status").json()["enabled"] is False
 
 
+def test_mfa_codes_in_other_digits_are_wrong_codes_and_full_width_ones_are_read_as_ascii(client, owner):
+    secret = owner.post("/auth/mfa/setup").json()["secret"]
+    for code in ("١٢٣٤٥٦", "12345٦", "۱۲۳۴۵۶"):  # compare_digest refused these with a 500
+        assert owner.post("/auth/mfa/verify", json={"code": code}).json() == {"valid": False}, code
+    full_width = totp_code(secret).translate({ord(d): 0xFF10 + int(d) for d in "0123456789"})
+    assert owner.post("/auth/mfa/verify", json={"code": full_width}).json() == {"valid": True}
+    secret, _ = enable_mfa(owner)
+    for path in ("/auth/mfa/disable", "/auth/mfa/backup-codes/regenerate"):
+        answer = owner.post(path, json={"code": "١٢٣٤٥٦"})
+        assert (answer.status_code, answer.json()["error"]["code"]) == (400, "MFA_CODE_INVALID"), path
+    challenge = client.post("/auth/login", json={"email": owner.user["email"], "password": PASSWORD}).json()
+    answer = client.post(
+        "/auth/login/verify-mfa", json={"challengeToken": challenge["challengeToken"], "code": "١٢٣٤٥٦"}
+    )
+    assert (answer.status_code, answer.json()["error"]["code"]) == (401, "MFA_CODE_INVALID")
+
+
 def test_mfa_verify_before_enable_leaves_the_code_for_enable(owner):
     secret = owner.post("/auth/mfa/setup").json()["secret"]
     code = totp_code(secret)
