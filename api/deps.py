@@ -78,12 +78,19 @@ def _principal(
     settings: SettingsDep,
     store: StoreDep,
 ) -> Principal:
+    try:
+        return _principal_of(credentials, settings, store)
+    except Unauthorized as refused:
+        # Every 401 names the scheme to answer it with (RFC 9110 §15.5.2), whatever the reason.
+        refused.headers = {**(refused.headers or {}), "WWW-Authenticate": "Bearer"}
+        raise
+
+
+def _principal_of(
+    credentials: HTTPAuthorizationCredentials | None, settings: Settings, store: Engine
+) -> Principal:
     if credentials is None or not credentials.credentials.strip():
-        raise Unauthorized(
-            "Send an access token as 'Authorization: Bearer <token>'",
-            code="AUTH_REQUIRED",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+        raise Unauthorized("Send an access token as 'Authorization: Bearer <token>'", code="AUTH_REQUIRED")
     claims = tokens.read(settings.signing_key, credentials.credentials.strip(), kind="access")
     session = claims.get("sid")
     with store.connect() as conn:
@@ -93,9 +100,8 @@ def _principal(
         raise Unauthorized("The account no longer exists", code="TOKEN_INVALID")
     if not active:
         raise Unauthorized(
-            "The session has ended (logged out or revoked); log in again", code="SESSION_REVOKED",
-            headers={"WWW-Authenticate": "Bearer"},
-        )  # fmt: skip
+            "The session has ended (logged out or revoked); log in again", code="SESSION_REVOKED"
+        )
     return Principal(
         user_id=user["id"],
         organization_id=user["organization_id"],

@@ -106,6 +106,9 @@ def test_private_routes_refuse_missing_forged_and_wrong_type_tokens(client, stor
     response = client.get("/auth/me", headers=bearer(expired))
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "TOKEN_EXPIRED"
+    for token in (forged, challenge, expired, "x.y.z", "x" * 9000):
+        refused = client.get("/auth/me", headers=bearer(token))
+        assert (refused.status_code, refused.headers.get("www-authenticate")) == (401, "Bearer")
 
 
 def test_refresh_rotates_and_reuse_of_a_rotated_token_revokes_the_family(client, store):
