@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError as PydanticValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
+from starlette.routing import Match
 
 
 class AppError(Exception):
@@ -155,6 +156,20 @@ def unexpected_error(exc: Exception) -> JSONResponse:
     return JSONResponse(error_body("INTERNAL_ERROR", "Internal server error"), 500)
 
 
+_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route answers at the request's path (RFC 9110 §15.5.6): Starlette's 405 names
+    only the first route that matched the path, so `PATCH /sites/{id}` said `Allow: GET`, not PUT and
+    DELETE too. HEAD goes with GET (``api.head_requests``)."""
+    routes = request.app.router.routes
+    allowed = [
+        m for m in _METHODS if any(r.matches({**request.scope, "method": m})[0] == Match.FULL for r in routes)
+    ]
+    return [m for method in allowed for m in ((method, "HEAD") if method == "GET" else (method,))]
+
+
 def error_response(description: str) -> dict[str, Any]:
     """An OpenAPI response in the error envelope, described for its status."""
     return {**ERROR_RESPONSE_SCHEMA, "description": description}
@@ -194,14 +209,15 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(error_body("VALIDATION_FAILED", "Request validation failed", details), 400)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = getattr(exc, "code", None) or _STATUS_CODES.get(exc.status_code, "ERROR")
         message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ").capitalize()
         if exc.status_code == 404 and message == "Not Found":
             message = "No such route"
-        return JSONResponse(
-            error_body(code, message), status_code=exc.status_code, headers=getattr(exc, "headers", None)
-        )
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": ", ".join(allowed_methods(request))}
+        return JSONResponse(error_body(code, message), status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(redis.RedisError)
     async def _redis_down(_: Request, exc: redis.RedisError) -> JSONResponse:

@@ -30,6 +30,16 @@ def test_wrong_method_is_405_in_the_envelope(client):
     response = client.delete("/health")
     assert response.status_code == 405
     assert response.json()["error"]["code"] == "METHOD_NOT_ALLOWED"
+    assert response.headers["allow"] == "GET, HEAD"
+
+
+def test_a_405_allows_every_method_of_the_path_not_only_the_first_routes(owner):
+    site = owner.make_site(domain="allow.example.com")
+    for method, path, allow in (("PATCH", f"/sites/{site['id']}", "GET, HEAD, PUT, DELETE"),
+                                ("PATCH", "/sites", "GET, HEAD, POST"),
+                                ("DELETE", f"/sites/{site['id']}/tracking-config", "GET, HEAD, PUT")):  # fmt: skip
+        answer = owner.request(method, path)
+        assert (answer.status_code, answer.headers["allow"]) == (405, allow), path
 
 
 def test_head_answers_as_get_would_without_the_body(client, owner):
