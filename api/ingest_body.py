@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import Request
 
 from api.errors import BadRequest, PayloadTooLarge
+from api.media_type import is_json
 from ingest import json_text
 from ingest.schemas import MAX_BODY_BYTES
 
@@ -46,10 +47,10 @@ async def read_body(request: Request) -> bytes:
     """The raw body (inflated when sent with Content-Encoding: gzip), once its content type and
     size are acceptable."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type not in JSON_TYPES:
+    if content_type not in JSON_TYPES and not is_json(content_type):
         raise BadRequest(
-            "Send the body as JSON with Content-Type: application/json (or text/plain, as "
-            "navigator.sendBeacon does)",
+            "Send the body as JSON with Content-Type: application/json (any application/*+json, or "
+            "text/plain as navigator.sendBeacon does)",
             code="UNSUPPORTED_CONTENT_TYPE",
         )
     encoding = request.headers.get("content-encoding", "identity").strip().lower()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fastapi import Request, params
 
-from api.errors import UnsupportedMediaType
+from api.errors import BadRequest, UnsupportedMediaType
+from ingest import json_text
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
@@ -18,19 +19,32 @@ def is_json(content_type: str) -> bool:
 
 async def json_bodies_only(request: Request) -> None:
     """App-wide dependency: 415 when a route taking a JSON body is sent a body under another content
-    type. FastAPI would pass such a body on unparsed, and its validation would answer a misleading 400
-    "Input should be a valid dictionary". Routes that read their bodies themselves (ingestion, product
-    feeds) take no body parameter and keep their own rules; a request without a Content-Type, or
-    without a body, is left to FastAPI as before."""
+    type, or with none. FastAPI would pass such a body on unparsed, and its validation would answer a
+    misleading 400 "Input should be a valid dictionary". A JSON body with NaN or Infinity is 400
+    MALFORMED_JSON, as ingestion answers it. Routes that read their bodies themselves (ingestion,
+    product feeds) take no body parameter and keep their own rules; a request without a body is left
+    to FastAPI as before."""
     if request.method not in BODY_METHODS:
         return
     body_field = getattr(request.scope.get("route"), "body_field", None)
     if body_field is None or isinstance(body_field.field_info, params.Form):
         return
-    content_type = request.headers.get("content-type")
-    if content_type is None or is_json(content_type) or not await request.body():
+    body = await request.body()
+    if not body:
         return
-    raise UnsupportedMediaType(
-        f"This route reads a JSON body: send it with Content-Type: application/json, not "
-        f"'{content_type.split(';', 1)[0].strip()}'"
-    )
+    content_type = request.headers.get("content-type")
+    if content_type is None:
+        raise UnsupportedMediaType(
+            "This route reads a JSON body: send it with Content-Type: application/json (none was sent)"
+        )
+    if not is_json(content_type):
+        raise UnsupportedMediaType(
+            f"This route reads a JSON body: send it with Content-Type: application/json, not "
+            f"'{content_type.split(';', 1)[0].strip()}'"
+        )
+    if b"NaN" in body or b"Infinity" in body:
+        # Python's json module, which FastAPI parses with, reads these non-JSON words as floats.
+        try:
+            json_text.loads(body)
+        except json_text.NotJson as exc:
+            raise BadRequest(f"Request body is not valid JSON: {exc}", code="MALFORMED_JSON") from None

@@ -368,6 +368,25 @@ def test_json_in_any_spelling_and_bodyless_requests_are_read_as_before(client, o
     assert client.post("/auth/logout", content=b"", headers={"Content-Type": "text/plain"}).status_code == 400
 
 
+def test_a_json_body_without_a_content_type_is_415_and_nan_is_not_json(client, owner):
+    login = b'{"email": "nobody@example.com", "password": "wrong"}'
+    untyped = client.post("/auth/login", content=login)
+    assert "content-type" not in untyped.request.headers
+    assert (untyped.status_code, untyped.json()["error"]) == (415, {
+        "code": "UNSUPPORTED_MEDIA_TYPE", "details": None,
+        "message": "This route reads a JSON body: send it with Content-Type: application/json (none was sent)",
+    })  # fmt: skip
+    site = owner.make_site(domain="nan.example.com")
+    for word in ("NaN", "Infinity", "-Infinity"):
+        answer = owner.put(
+            f"/sites/{site['id']}/tracking-config", content=b'{"batchSize": %s}' % word.encode(),
+            headers={"Content-Type": "application/json"},
+        )  # fmt: skip
+        assert (answer.status_code, answer.json()["error"]["code"]) == (400, "MALFORMED_JSON"), word
+    quoted = owner.put(f"/sites/{site['id']}", json={"name": "NaN Infinity"})
+    assert (quoted.status_code, quoted.json()["name"]) == (200, "NaN Infinity")
+
+
 def test_ingestion_keeps_reading_text_plain_and_refusing_forms_its_own_way(client, owner, store):
     shop = make_verified_site(owner, store, domain="beacon.example.com")
     url = f"/public/sites/{shop['siteKey']}/identify"

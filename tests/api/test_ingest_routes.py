@@ -407,6 +407,12 @@ def test_body_errors_use_stable_codes(client, shop):
         headers={**ORIGIN, "Content-Type": "text/plain"},
     )
     assert marked.status_code == 200 and marked.json()["accepted"] == 1  # a byte-order mark is not an error
+    vendor = client.post(
+        url,
+        content=orjson.dumps({"events": [ev()]}),
+        headers={**ORIGIN, "Content-Type": "application/vnd.shop+json"},
+    )
+    assert vendor.status_code == 200 and vendor.json()["accepted"] == 1  # any application/*+json is JSON
     form = client.post(url, data={"events": "[]"}, headers=ORIGIN)
     assert (form.status_code, error_code(form)) == (400, "UNSUPPORTED_CONTENT_TYPE")
     assert "text/plain" in form.json()["error"]["message"]
