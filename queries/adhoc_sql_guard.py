@@ -340,10 +340,25 @@ def parse_sql(sql: str, *, dialect: str) -> list[exp.Expression]:
     return [t for t in parser.parse(_tokens(sql, dialect=dialect), sql) if t is not None]
 
 
+# Statements that write, load or reach outside the query. Written with arguments sqlglot cannot read
+# (EXPORT DATABASE 'dir'), they are still refused as statements, not reported as syntax errors.
+_WRITING_STATEMENTS = frozenset(
+    ["ALTER", "ANALYZE", "ATTACH", "BEGIN", "CALL", "CHECKPOINT", "COMMENT", "COMMIT", "COPY", "CREATE", "DEALLOCATE", "DELETE", "DETACH", "DROP", "EXECUTE", "EXPORT", "FORCE", "GRANT", "IMPORT", "INSERT", "INSTALL", "LOAD", "MERGE", "PRAGMA", "PREPARE", "RESET", "REVOKE", "ROLLBACK", "SET", "TRUNCATE", "UPDATE", "UPSERT", "USE", "VACUUM"]
+)
+
+
 def _parse(sql: str, *, dialect: str) -> list[exp.Expression]:
     try:
         return parse_sql(sql, dialect=dialect)
     except ParseError as error:
+        first = next(iter(_tokens(sql, dialect=dialect)), None)
+        if first is not None and first.text.upper() in _WRITING_STATEMENTS:
+            kind = first.text.upper()
+            raise SqlError(
+                "SQL_STATEMENT_NOT_ALLOWED",
+                f"{kind} statements are not allowed; only read-only queries ({_STATEMENTS})",
+                {"refused": kind, "kind": "statement", "position": position_at(sql, first.start)},
+            ) from None
         raise _syntax_error(error, sql, dialect=dialect) from None
     except TokenError as error:
         raise _unreadable(error, sql, dialect=dialect) from None
