@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from datetime import date, datetime
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel
+
+from ingest.schemas import is_a_number
 
 
 class CamelModel(BaseModel):
@@ -26,18 +27,13 @@ class Ok(CamelModel):
     success: bool = True
 
 
-_NUMBER = re.compile(r"[+-]?\d+(\.\d*)?([eE][+-]?\d+)?")
-
-
 def _iso_not_a_number(what: str):
     # Pydantic reads a bare number as seconds since 1970 ("1700006400" is 2023-11-15); on our wire days
     # and instants are ISO 8601, so a number is a unix time sent by mistake, answered as such.
     def check(value: Any) -> Any:
-        if isinstance(value, bool) or not isinstance(value, int | float | str):
-            return value
-        if isinstance(value, str) and not _NUMBER.fullmatch(value.strip()):
-            return value
-        raise ValueError(f"expected an ISO 8601 {what}, not a number")
+        if is_a_number(value):
+            raise ValueError(f"expected an ISO 8601 {what}, not a number")
+        return value
 
     return BeforeValidator(check)
 

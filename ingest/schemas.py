@@ -73,9 +73,21 @@ Amount = Annotated[Decimal, plain_amount]
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)  # no event, order or client clock is older
 
 
+# A number written as text. pydantic reads one as seconds since 1970 in a date or time field, where our
+# wire takes ISO 8601 only: "1700006400" is a unix time sent by mistake, "0" is not 1970.
+NUMBER_TEXT = re.compile(r"[+-]?\d+(\.\d*)?([eE][+-]?\d+)?", re.ASCII)
+
+
+def is_a_number(value: Any) -> bool:
+    """A JSON number, or text that is one (booleans are neither)."""
+    if isinstance(value, str):
+        return NUMBER_TEXT.fullmatch(value.strip()) is not None
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _time_text(value: Any) -> Any:
     # pydantic reads a number as epoch seconds: a sentAt of 5 would shift the batch by 56 years.
-    if isinstance(value, int | float):
+    if is_a_number(value):
         raise ValueError("must be an ISO 8601 time such as 2026-01-05T10:00:00Z")
     return value
 

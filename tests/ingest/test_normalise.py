@@ -302,6 +302,11 @@ def test_a_skew_correction_out_of_datetime_range_is_a_rejection_not_a_crash():
         ("2024-04-24T11:59:59Z", "TIMESTAMP_TOO_OLD"),
         ("2024-05-01T12:10:01Z", "TIMESTAMP_IN_FUTURE"),
         ("2011-03-04T05:06:07Z", "TIMESTAMP_TOO_OLD"),
+        # Numbers as text are unix times sent by mistake (pydantic read them as epoch seconds).
+        ("1714564800", "TIMESTAMP_INVALID"),
+        ("0", "TIMESTAMP_INVALID"),
+        ("-1", "TIMESTAMP_INVALID"),
+        (" 1714564800.5 ", "TIMESTAMP_INVALID"),
     ],
 )
 def test_public_timestamps_outside_the_window_are_rejected(timestamp, code):
@@ -558,6 +563,7 @@ def test_order_currency_resolution(currency, site_currency, expected):
         (order(total=None), "INVALID_ORDER"),
         (order(timestamp="2011-01-01T00:00:00Z"), "TIMESTAMP_TOO_OLD"),
         (order(timestamp="soon"), "INVALID_ORDER"),
+        (order(timestamp="1714564800"), "INVALID_ORDER"),
         ([order()], "ORDER_NOT_OBJECT"),
     ],
 )
