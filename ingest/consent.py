@@ -11,13 +11,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 from datetime import UTC
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from pydantic.alias_generators import to_camel
 
 from ingest.normalise import Context, Rejected, event_time, micros
-from ingest.schemas import MAX_ID_LENGTH, EventTime, SentAt
+from ingest.schemas import MAX_ID_LENGTH, EventTime, OptionalId, SentAt, exact_id
 
 CATEGORIES = ("necessary", "analytics", "marketing", "preferences")
 SOURCES = ("banner", "preference_center", "sdk", "api", "cmp", "other")
@@ -40,9 +40,9 @@ class ConsentCategories(_Strict):
 class ConsentIn(_Strict):
     """One consent decision of a visitor. Unknown fields and unknown categories are rejected (400)."""
 
-    visitor_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
-    session_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
-    user_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    visitor_id: Annotated[str, AfterValidator(exact_id)] = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    session_id: OptionalId = Field(default=None, max_length=MAX_ID_LENGTH)
+    user_id: OptionalId = Field(default=None, max_length=MAX_ID_LENGTH)
     categories: ConsentCategories = Field(
         description="The categories this decision states: necessary, analytics, marketing, preferences "
         "(booleans). At least one must be stated; any other key is rejected."

@@ -21,6 +21,8 @@ from ingest.currency import is_iso4217, not_a_currency, resolve_currency
 from ingest.event_names import CANONICAL_EVENT_NAMES, EVENT_FAMILIES
 from ingest.event_struct import EVENT_BATCH_DECODER, ConsentStruct, EventStruct
 from ingest.schemas import (
+    BROKEN_CHARACTER,
+    BROKEN_ID,
     EARLIEST,
     MAX_CATEGORY_PATH_LENGTH,
     MAX_EVENT_BYTES,
@@ -328,6 +330,11 @@ def _utc_date(us: int) -> str:
     return (EPOCH_DAY + timedelta(days=us // DAY_US)).isoformat()
 
 
+# The ids of an event that must be exact text (see ingest.schemas.exact_id), wire name: attribute.
+_IDS = {"eventId": "event_id", "visitorId": "visitor_id", "sessionId": "session_id",
+        "journeyId": "journey_id", "userId": "user_id"}  # fmt: skip
+
+
 class _BatchContext:
     """What every event of one batch shares, computed once."""
 
@@ -367,6 +374,13 @@ class _BatchContext:
         # The people analytics count: a blank id would make one person of every client sending it.
         if event.visitor_id.isspace() or event.session_id.isspace():
             raise Rejected("INVALID_EVENT", "visitorId and sessionId must not be blank")
+        # One search over the ids together (None reads "None"), the field named only on a hit.
+        ids = f"{event.event_id}{event.visitor_id}{event.session_id}{event.journey_id}{event.user_id}"
+        if BROKEN_CHARACTER in ids:
+            field = next(
+                f for f, attribute in _IDS.items() if BROKEN_CHARACTER in (getattr(event, attribute) or "")
+            )
+            raise Rejected("INVALID_EVENT", f"{field} {BROKEN_ID}")
         if name == "identify" and (not event.user_id or event.user_id.isspace()):
             # The event that links a visitor to a user: without the user it links nothing.
             raise Rejected("MISSING_USER_ID", "'identify' needs userId, the user the visitor is")

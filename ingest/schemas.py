@@ -120,7 +120,23 @@ def _not_blank(text: str) -> str:
 
 
 # A visitor, session or user as identity: a blank one would make one person of every client sending it.
-IdentityId = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH), AfterValidator(_not_blank)]
+# JSON text's lone UTF-16 surrogates ("\ud800", a string cut inside an emoji) are read as U+FFFD
+# (ingest.json_text), which is right for text but would make "a\ud800" and "a\udbff" one id: their
+# events stored once, their orders refused as duplicates. An id holding U+FFFD is refused instead.
+BROKEN_CHARACTER = "\ufffd"
+BROKEN_ID = "must not contain U+FFFD (a broken character, or a lone UTF-16 surrogate read as one)"
+
+
+def exact_id(text: str | None) -> str | None:
+    if text is not None and BROKEN_CHARACTER in text:
+        raise ValueError(BROKEN_ID)
+    return text
+
+
+IdentityId = Annotated[
+    str, Field(min_length=1, max_length=MAX_ID_LENGTH), AfterValidator(_not_blank), AfterValidator(exact_id)
+]
+OptionalId = Annotated[str | None, AfterValidator(exact_id)]
 
 
 iso_time = BeforeValidator(_time_text)
@@ -248,7 +264,7 @@ class TrackNestedDoc(TypedDict):
 
 
 def _trimmed(text: str | None) -> str | None:
-    return (text.strip() or None) if text is not None else None
+    return exact_id(text.strip() or None) if text is not None else None
 
 
 class OrderItemIn(_Wire):
@@ -277,7 +293,7 @@ class OrderItemIn(_Wire):
 
 def _order_id(text: str) -> str:
     # Trimmed, as product codes are: "o1 " and "o1" are one order (stored twice before).
-    return _not_blank(text).strip()
+    return exact_id(_not_blank(text).strip())
 
 
 class OrderIn(_Wire):
@@ -285,8 +301,8 @@ class OrderIn(_Wire):
     timestamp: EventTime | None = None
     visitor_id: IdentityId
     session_id: IdentityId
-    journey_id: str | None = Id
-    user_id: str | None = Id
+    journey_id: OptionalId = Id
+    user_id: OptionalId = Id
     currency: str | None = Field(default=None, max_length=8)
     total: Amount
     subtotal: Amount | None = None
@@ -315,8 +331,8 @@ class MetricIn(_Wire):
     value: StrictFloat  # a JSON number (lax pydantic also reads true as 1.0)
     unit: str | None = Field(default=None, max_length=16)
     timestamp: EventTime | None = None
-    visitor_id: str | None = Id
-    session_id: str | None = Id
+    visitor_id: OptionalId = Id
+    session_id: OptionalId = Id
     url: str | None = Field(default=None, max_length=MAX_URL_LENGTH)
     tags: dict[str, str | int | float | bool] = Field(default_factory=dict)
 

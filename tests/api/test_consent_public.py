@@ -83,6 +83,8 @@ BAD_RECORDS = [
         ({"visitorId": "v", "categories": [True]}, "INVALID_CONSENT", "categories"),
         ({"categories": {"analytics": True}}, "INVALID_CONSENT", "visitorId"),
         ({"visitorId": "", "categories": {"analytics": True}}, "INVALID_CONSENT", "visitorId"),
+        ({"visitorId": "v\ufffd", "categories": {"analytics": True}}, "INVALID_CONSENT", "visitorId"),
+        ({"visitorId": "v", "userId": "u\ufffd", "categories": {"analytics": True}}, "INVALID_CONSENT", "userId"),
         ({"visitorId": "v", "categories": {"analytics": True}, "source": "popup"}, "INVALID_CONSENT", "source"),
         ({"visitorId": "v", "categories": {"analytics": True}, "consent": {}}, "INVALID_CONSENT", "consent"),
         ({"visitorId": "v", "categories": {"analytics": True}, "timestamp": "yesterday"}, "TIMESTAMP_INVALID",

@@ -506,6 +506,39 @@ def test_a_lone_surrogate_escape_is_read_as_the_replacement_character_not_a_brok
     assert orjson.loads(metadata) == {"title": "Mugs \ufffd", "\ufffdk": "\U0001f600"}
 
 
+def test_an_id_holding_a_broken_character_is_refused_so_distinct_ids_never_merge(client, app, shop):
+    """ "sur-\\ud800" and "sur-\\udbff" were both read as "sur-\ufffd": three events acknowledged, one stored,
+    and the second order refused as a duplicate of the first."""
+    url = f"/public/sites/{shop['siteKey']}/events/batch"
+    body = (
+        b'{"events": [{"name": "page_view", "eventId": "sur-\\ud800", "visitorId": "v", "sessionId": "s"},'
+        b' {"name": "page_view", "eventId": "sur-\\udbff", "visitorId": "v", "sessionId": "s"},'
+        b' {"name": "page_view", "eventId": "ok", "visitorId": "v\\ufffd", "sessionId": "s"},'
+        b' {"name": "page_view", "eventId": "fine", "visitorId": "v", "sessionId": "s", "userId": "u\xef\xbf\xbd"},'
+        b' {"name": "page_view", "eventId": "kept", "visitorId": "v", "sessionId": "s"}]}'
+    )
+    answer = client.post(url, content=body, headers={**ORIGIN, "Content-Type": "application/json"}).json()
+    reason = "must not contain U+FFFD (a broken character, or a lone UTF-16 surrogate read as one)"
+    assert answer == {"accepted": 1, "duplicates": 0, "rejected": [
+        {"index": 0, "code": "INVALID_EVENT", "reason": f"eventId {reason}"},
+        {"index": 1, "code": "INVALID_EVENT", "reason": f"eventId {reason}"},
+        {"index": 2, "code": "INVALID_EVENT", "reason": f"visitorId {reason}"},
+        {"index": 3, "code": "INVALID_EVENT", "reason": f"userId {reason}"},
+    ]}  # fmt: skip
+    fast = post_events(client, shop, [ev("whole", sessionId="s\ufffd")]).json()  # the one-call fast path
+    assert fast["rejected"] == [{"index": 0, "code": "INVALID_EVENT", "reason": f"sessionId {reason}"}]
+    for order_id in (b"ord-\\ud800", b"ord-\\udbff"):
+        refused = client.post(
+            f"/public/sites/{shop['siteKey']}/orders", headers={**ORIGIN, "Content-Type": "application/json"},
+            content=orjson.dumps(order("X")).replace(b'"X"', b'"' + order_id + b'"'),
+        )  # fmt: skip
+        assert (refused.status_code, refused.json()["error"]["code"]) == (400, "INVALID_ORDER"), refused.text
+        assert reason in refused.json()["error"]["message"]
+    app.state.ingest.flush()
+    assert query(app, "SELECT event_id FROM events") == [("kept",)]
+    assert query(app, "SELECT count(*) FROM orders") == [(0,)]
+
+
 @pytest.mark.parametrize("route", ["public", "track", "identify"])
 def test_an_integer_past_64_bits_is_refused_by_name_never_stored_as_a_float(client, app, owner, shop, route):
     """orjson read 18446744073709551616 as 1.8446744073709552e+19: the private routes and identify
