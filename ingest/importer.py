@@ -354,10 +354,12 @@ def import_file(
         lines = _Tally(rows)
         items = PRESETS[preset](lines)
         kind = "orders"
-    else:
+    detected = kind == "auto" and not preset
+    if not preset:
         first = next(rows, None)
         if kind == "auto":
-            kind = "orders" if first and isinstance(first[1], dict) and "orderId" in first[1] else "events"
+            is_order = first and isinstance(first[1], dict) and first[1].get("orderId") not in ("", None)
+            kind = "orders" if is_order else "events"
         if fmt == "csv" and first and isinstance(first[1], dict):
             _check_header(path, list(first[1]), "orderId" if kind == "orders" else "name")
         items = itertools.chain([first] if first else [], rows)
@@ -392,6 +394,16 @@ def import_file(
             continue
         if isinstance(item, dict) and not preset:
             item = _api_fields(item)
+            if detected and ("orderId" in item) != (kind == "orders"):
+                # Validated as the file's kind, the row failed for a field it never meant to have.
+                row_kind = "an order (it has orderId)" if kind == "events" else "an event (it has no orderId)"
+                summary.reject(
+                    "WRONG_KIND",
+                    f"line {number}: {row_kind} in a file of {kind}; the first row decides a file's kind, so "
+                    "import events and orders as separate files",
+                )
+                progress(1)
+                continue
         batch.append(item)
         numbers.append(number)
         if len(batch) >= BATCH_ROWS:

@@ -88,6 +88,24 @@ def test_jsonl_orders_with_a_broken_line_and_a_bad_currency(ingest, tmp_path):
     ]
 
 
+def test_a_row_of_the_other_kind_is_rejected_as_such_not_as_a_broken_row(ingest, tmp_path):
+    event = {"name": "page_view", "eventId": "e1", "visitorId": "v", "sessionId": "s",
+             "timestamp": "2020-02-02T12:00:00Z"}  # fmt: skip
+    order = {"orderId": "o1", "visitorId": "v", "sessionId": "s", "total": "1", "timestamp": "2020-02-02T12:00:00Z",
+             "items": [{"productItemCode": "A", "quantity": 1, "price": "1"}]}  # fmt: skip
+    for rows, kind, stored, example in (
+        ([event, order], "events", 1, "line 2: an order (it has orderId) in a file of events; "),
+        ([order, event], "orders", 1, "line 2: an event (it has no orderId) in a file of orders; "),
+    ):
+        path = tmp_path / f"{kind}.jsonl"
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        summary = import_file(ingest, site=SITE, path=path)
+        assert (summary.kind, summary.stored, summary.rejected) == (kind, stored, {"WRONG_KIND": 1})
+        assert summary.examples["WRONG_KIND"] == [
+            example + "the first row decides a file's kind, so import events and orders as separate files"
+        ]
+
+
 def test_an_integer_past_64_bits_in_a_json_line_is_refused_not_stored_as_a_float(ingest, tmp_path):
     path = tmp_path / "events.jsonl"
     rows = [{"name": "scroll", "eventId": "big", "visitorId": "v", "sessionId": "s", "metadata": {"n": 2**64}},
