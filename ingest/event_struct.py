@@ -127,8 +127,8 @@ _STRUCTS: dict[type, type[msgspec.Struct]] = {}
 
 def struct_of(typed_dict: type) -> type[msgspec.Struct]:
     """A msgspec struct with the TypedDict's keys as fields (snake_case), read from camelCase JSON.
-    A key that may be absent defaults to None; one that may be absent but not null (``metadata``)
-    defaults to ``UNSET``, which is falsy, so that null still fails validation."""
+    A key that may be absent defaults to None; one that may be absent but not null defaults to
+    ``UNSET``, which is falsy, so that null still fails validation."""
     if typed_dict in _STRUCTS:
         return _STRUCTS[typed_dict]
     required, optional = [], []

@@ -200,7 +200,8 @@ class EventIn(TypedDict):
     entity_id: NotRequired[Annotated[str | None, _optional_id()]]
     url: NotRequired[Annotated[str | None, Field(max_length=MAX_URL_LENGTH)]]
     referrer: NotRequired[Annotated[str | None, Field(max_length=MAX_URL_LENGTH)]]
-    metadata: NotRequired[dict[str, Any]]
+    # null is no metadata, as every other optional field takes null for absent.
+    metadata: NotRequired[dict[str, Any] | None]
     consent: NotRequired[Consent | None]
     currency: NotRequired[
         Annotated[

@@ -112,6 +112,14 @@ def test_a_minimal_event_gets_server_time_a_fresh_id_and_empty_metadata():
     assert event_row(event(), ctx())["event_id"] != row["event_id"]
 
 
+def test_null_metadata_is_no_metadata_on_both_paths():
+    assert event_row(event(metadata=None), ctx())["metadata"] == "{}"
+    fast = parse_event_batch(orjson.dumps({"events": [event(metadata=None)]}))
+    assert valid_event_log_columns(fast.events, ctx())[0]["metadata"] == ["{}"]
+    code, reason = rejection(event(name="product_view", metadata=None))
+    assert (code, reason) == ("MISSING_PRODUCT_CODE", "'product_view' needs metadata.productItemCode")
+
+
 def test_events_sent_without_a_time_keep_their_batch_order_a_microsecond_apart():
     batch = [event(name="page_view", eventId="z"), event(name="nope"), event(name="add_to_cart", eventId="a",
              metadata={"productItemCode": "P"}), event(timestamp="2024-05-01T11:00:00Z", eventId="m")]  # fmt: skip
@@ -788,8 +796,11 @@ def test_the_fast_path_takes_what_storefronts_send_and_leaves_the_rest():
     assert fast_rows["consent_marketing"] == per_event_rows["consent_marketing"] == [None, None]
     snake_case = {"name": "page_view", "visitor_id": "v-1", "sessionId": "s-1"}  # pydantic reads it by name
     assert parse_event_batch(orjson.dumps({"events": [snake_case]})) is None
-    for odd in ({"value": 19.99}, {"timestamp": "2024-05-01T11:59:59.1234567Z"}, {"consent": {"analytics": "yes"}},
-                {"metadata": None}):  # fmt: skip
+    for odd in (
+        {"value": 19.99},
+        {"timestamp": "2024-05-01T11:59:59.1234567Z"},
+        {"consent": {"analytics": "yes"}},
+    ):
         assert parse_event_batch(orjson.dumps({"events": [event(**odd)]})) is None, odd
 
 
