@@ -698,6 +698,24 @@ def test_invalid_tracking_config_answers_400_and_keeps_the_stored_config(owner, 
     assert (before["batchSize"], before["maxRetries"], before["dataLayerConfig"]["bufferSize"]) == (5, 3, 3)
 
 
+def test_a_value_no_member_of_a_union_takes_is_named_by_its_body_path(owner):
+    site = owner.make_site(domain="union.example.com")
+    url = f"/sites/{site['id']}/tracking-config"
+    consent = "body.dataLayerConfig.cookieConsent.defaultConsent"
+
+    response = owner.put(
+        url, json={"dataLayerConfig": {"cookieConsent": {"defaultConsent": {"analytics": "yes"}}}}
+    )
+
+    assert error_of(response) == (400, "VALIDATION_FAILED")
+    assert response.json()["error"]["details"] == [
+        {"field": consent, "message": "Input should be a valid boolean", "type": "bool_type"},
+        {"field": consent, "message": "Input should be a valid string", "type": "string_type"},
+        {"field": f"{consent}.analytics", "message": "Input should be a valid boolean", "type": "bool_type"},
+    ]
+    assert tracking_config(owner, site["id"]) == DEFAULT_TRACKING_CONFIG
+
+
 def test_tracking_config_body_must_be_an_object(owner):
     site = owner.make_site(domain="array.example.com")
     response = owner.put(f"/sites/{site['id']}/tracking-config", json=[{"batchSize": 5}])
