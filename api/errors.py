@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import redis
@@ -175,12 +176,50 @@ def error_response(description: str) -> dict[str, Any]:
     return {**ERROR_RESPONSE_SCHEMA, "description": description}
 
 
-def _validation_details(errors) -> list[dict[str, Any]]:
+# pydantic names each member of a union it tried in the loc of that member's error, by the member's
+# validator: `bool`, `constrained-str`, `dict[str,int]`, `function-after[...]`. None of them is in the body.
+_UNION_MEMBERS = frozenset(
+    {"any", "bool", "bytes", "callable", "complex", "constrained-bytes", "constrained-float", "constrained-int",
+     "constrained-str", "date", "datetime", "decimal", "float", "int", "multi-host-url", "none", "str", "time",
+     "timedelta", "url", "uuid"}
+)  # fmt: skip
+_PARAMETRISED_UNION_MEMBER = re.compile(r"[a-z]+(?:-[a-z]+)*\[.*\]", re.DOTALL)
+_UNKNOWN = object()
+
+
+def _union_member(segment: Any) -> bool:
+    return isinstance(segment, str) and (
+        segment in _UNION_MEMBERS or _PARAMETRISED_UNION_MEMBER.fullmatch(segment) is not None
+    )
+
+
+def _holds(value: Any, segment: Any) -> bool:
+    if isinstance(value, dict):
+        return segment in value
+    return isinstance(value, list) and isinstance(segment, int) and 0 <= segment < len(value)
+
+
+def _field(loc: tuple[Any, ...], body: Any) -> str:
+    """The loc as a path in the request, without pydantic's union member names. Where the body is known
+    the path follows it, so a key spelled like a member (a SQL parameter named `date`) stays."""
+    path, value = [], _UNKNOWN if body is _UNKNOWN else {"body": body}
+    for segment in loc:
+        if _holds(value, segment):
+            value = value[segment]
+        elif _union_member(segment):
+            continue
+        else:
+            value = _UNKNOWN
+        path.append(str(segment))
+    return ".".join(path)
+
+
+def _validation_details(errors, body: Any = _UNKNOWN) -> list[dict[str, Any]]:
     """FastAPI's request errors and pydantic's model errors, in the envelope's one detail shape, each
     once (a parameter two dependencies of a route read is reported by both)."""
     details = (
         {
-            "field": ".".join(str(p) for p in err.get("loc", ())),
+            "field": _field(tuple(err.get("loc", ())), body),
             "message": err.get("msg", ""),
             "type": err.get("type", ""),
         }
@@ -198,7 +237,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        details = _validation_details(exc.errors())
+        details = _validation_details(exc.errors(), exc.body)
         if any(d["type"] == "json_invalid" for d in details):
             return JSONResponse(error_body("MALFORMED_JSON", "Request body is not valid JSON", details), 400)
         return JSONResponse(error_body("VALIDATION_FAILED", "Request validation failed", details), 400)

@@ -39,8 +39,8 @@ SITE_API_KEY = {
     "type": "apiKey",
     "in": "header",
     "name": "x-aisle-api-key",
-    "description": "A site API key (POST /sites/{id}/api-keys), for apps that send neither Origin nor "
-    "Referer. A browser on a verified domain of the site needs no key.",
+    "description": "A site API key (POST /sites/{siteId}/public-api-keys), for apps that send neither "
+    "Origin nor Referer. A browser on a verified domain of the site needs no key.",
 }
 
 

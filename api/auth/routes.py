@@ -54,9 +54,15 @@ def _tokens(pair: service.TokenPair) -> Tokens:
 
 # Routes that count attempts answer 429 (LOGIN_THROTTLED, MFA_THROTTLED, RATE_LIMITED) with Retry-After.
 THROTTLED = {429: error_response("Too many attempts: retry after `Retry-After` seconds.")}
+MFA_ALREADY_ENABLED = {409: error_response("MFA is already enabled; disable it first (MFA_ALREADY_ENABLED).")}
 
 
-@router.post("/register", status_code=201, response_model=UserOut)
+@router.post(
+    "/register",
+    status_code=201,
+    response_model=UserOut,
+    responses={409: error_response("An account with this e-mail already exists (EMAIL_TAKEN).")},
+)
 def register(body: RegisterBody, store: StoreDep, settings: SettingsDep, outbox: OutboxDep) -> UserOut:
     """Create an account and its organisation (the caller becomes its owner); sends a verification e-mail."""
     user = service.register(
@@ -144,7 +150,7 @@ def me(store: StoreDep, principal: CurrentUser) -> UserOut:
         return user_out(users.get(conn, user_id=principal.user_id))
 
 
-@router.post("/mfa/setup", response_model=MfaSetup)
+@router.post("/mfa/setup", response_model=MfaSetup, responses=MFA_ALREADY_ENABLED)
 def mfa_setup(store: StoreDep, principal: CurrentUser) -> MfaSetup:
     """Start MFA: a new TOTP secret and its otpauth URI (for a QR code). Not active until enabled."""
     return MfaSetup(**mfa.setup(store, user_id=principal.user_id))
@@ -165,7 +171,7 @@ def mfa_verify(
         return MfaVerified(valid=mfa.verify(store, guesses, user_id=principal.user_id, code=body.code))
 
 
-@router.post("/mfa/enable", response_model=BackupCodes, responses=THROTTLED)
+@router.post("/mfa/enable", response_model=BackupCodes, responses={**THROTTLED, **MFA_ALREADY_ENABLED})
 def mfa_enable(
     body: MfaCodeBody, store: StoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
 ) -> BackupCodes:

@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 from fastapi import Depends, Path, Request
 
 from api.deps import StoreDep
-from api.errors import BadRequest, Forbidden, NotFound, ServiceUnavailable, Unauthorized
+from api.errors import BadRequest, Forbidden, NotFound, ServiceUnavailable, Unauthorized, error_response
 from api.sites import keys
 from api.store_io import off_loop
 from warehouse.catalog import organizations, site_cache
@@ -20,6 +20,8 @@ PLATFORM_HEADER = "x-aisle-client-platform"
 VERSION_HEADER = "x-aisle-client-version"
 
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
+# What every route under the guard answers besides the app's 400, 401 and 403.
+GUARD_RESPONSES = {404: error_response("Unknown site key (SITE_NOT_FOUND).")}
 # The client headers are stored on every row of the request, like an event's fields: bounded alike.
 MAX_CLIENT_HEADER_LENGTH = 64
 

@@ -121,7 +121,8 @@ def put_tracking_config(
         return service.update_tracking_config(store, site=site, user_id=principal.user_id, patch=patch)
     except ValidationError as exc:
         # Named from the body, as every other route's fields are: `body.dataLayerConfig.bufferSize`.
-        raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]) from None
+        errors = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]
+        raise RequestValidationError(errors, body=patch) from None
 
 
 @router.put("/admin/sites/{id}", response_model=SiteOut, tags=["admin"])

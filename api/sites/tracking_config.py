@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import AliasChoices, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from api.schemas import StrictCamelModel
 from ingest.event_names import CANONICAL_EVENT_NAMES
@@ -19,7 +20,26 @@ class _Setting(StrictCamelModel):
     model_config = ConfigDict(strict=True)
 
 
+def _document_write_name(schema: dict[str, Any]) -> None:
+    # The schema forbids unknown properties, so a client checking its payload against it would refuse
+    # the spec's `granularEnabled` unless it is listed beside `granular`.
+    properties = schema["properties"]
+    write_name = {
+        **properties["granular"],
+        "title": "Granularenabled",
+        "description": "The write name of `granular` (as the spec's payload sends it); answers name it "
+        "`granular`. Sent with `granular` too, the two must agree.",
+    }
+    schema["properties"] = {}
+    for name, spec in properties.items():
+        schema["properties"][name] = spec
+        if name == "granular":
+            schema["properties"]["granularEnabled"] = write_name
+
+
 class CookieConsent(_Setting):
+    model_config = ConfigDict(json_schema_extra=_document_write_name)
+
     enabled: bool = False
     variable_name: str = Field(default="aisleConsent", pattern=_IDENTIFIER, max_length=100)
     wait_for_consent: bool = False
@@ -128,16 +148,30 @@ _GRANULAR_SPELLINGS = ("granular", "granular_enabled")
 
 def _granular_under_write_name(patch: dict[str, Any]) -> dict[str, Any]:
     """The patch with the consent flag spelled `granularEnabled`, so a body sending `granular` (as a
-    GET answer does) merges onto the stored flag instead of colliding with it."""
+    GET answer does) merges onto the stored flag instead of colliding with it. Spellings sent together
+    must agree: which one to believe is not ours to guess."""
     layer = patch.get("dataLayerConfig")
     consent = layer.get("cookieConsent") if isinstance(layer, dict) else None
     if not isinstance(consent, dict) or not any(s in consent for s in _GRANULAR_SPELLINGS):
         return patch
     consent = dict(consent)
-    for spelling in _GRANULAR_SPELLINGS:
-        if spelling in consent:
-            consent.setdefault("granularEnabled", consent.pop(spelling))
+    sent = {s: consent.pop(s) for s in ("granularEnabled", *_GRANULAR_SPELLINGS) if s in consent}
+    value = next(iter(sent.values()))
+    # Typed as well as equal: `true` and `1` differ here as they do to the strict model.
+    if any(type(other) is not type(value) or other != value for other in sent.values()):
+        raise _disagreement(sent)
+    consent["granularEnabled"] = value
     return {**patch, "dataLayerConfig": {**layer, "cookieConsent": consent}}
+
+
+def _disagreement(sent: dict[str, Any]) -> ValidationError:
+    message = f"{' and '.join(sent)} name one flag and were sent different values; send one of them"
+    error = InitErrorDetails(
+        type=PydanticCustomError("granular_spellings_disagree", message),
+        loc=("dataLayerConfig", "cookieConsent", "granularEnabled"),
+        input=sent,
+    )
+    return ValidationError.from_exception_data("TrackerConfig", [error])
 
 
 def apply_update(stored: dict[str, Any], patch: dict[str, Any]) -> TrackerConfig:

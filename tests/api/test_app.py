@@ -132,6 +132,29 @@ def test_openapi_documents_413_and_415_for_json_bodies_and_429_where_attempts_ar
     assert "429" in paths["/api/v1/public/sites/{siteKey}/tracking-config"]["get"]["responses"]
 
 
+def test_openapi_documents_unknown_site_keys_and_conflicts_where_they_are_answered(client):
+    spec = client.get("/openapi.json").json()
+    paths = spec["paths"]
+    unknown_key = {path: "404" in operation["responses"] and operation["responses"]["404"]["description"]
+                   for path, operations in paths.items() if path.startswith("/api/v1/public/sites/{siteKey}/")
+                   for operation in operations.values()}  # fmt: skip
+    assert len(unknown_key) > 5
+    assert set(unknown_key.values()) == {"Unknown site key (SITE_NOT_FOUND)."}, unknown_key
+    for path in ("/public/sites/no-such-key/tracking-config", "/public/sites/no-such-key/consent"):
+        answer = client.request("GET" if path.endswith("config") else "POST", path, json={})
+        assert (answer.status_code, answer.json()["error"]["code"]) == (404, "SITE_NOT_FOUND"), path
+    conflicts = {path: paths[f"/api/v1{path}"]["post"]["responses"].get("409", {}).get("description")
+                 for path in ("/auth/register", "/auth/mfa/setup", "/auth/mfa/enable")}  # fmt: skip
+    assert conflicts == {
+        "/auth/register": "An account with this e-mail already exists (EMAIL_TAKEN).",
+        "/auth/mfa/setup": "MFA is already enabled; disable it first (MFA_ALREADY_ENABLED).",
+        "/auth/mfa/enable": "MFA is already enabled; disable it first (MFA_ALREADY_ENABLED).",
+    }
+    site_api_key = spec["components"]["securitySchemes"]["siteApiKey"]["description"]
+    assert site_api_key.startswith("A site API key (POST /sites/{siteId}/public-api-keys), ")
+    assert "post" in paths["/api/v1/sites/{siteId}/public-api-keys"]
+
+
 def test_health_reports_each_check(client):
     body = client.get("/health").json()
     assert body["status"] == "ok"

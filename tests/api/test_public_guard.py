@@ -365,6 +365,50 @@ def test_a_browser_preflight_of_a_public_post_is_allowed(client, shop, route):
     assert response.headers["access-control-max-age"] == "86400"
 
 
+ALLOWED_HEADERS = ("accept, accept-language, content-encoding, content-language, content-type, x-aisle-api-key, "
+                   "x-aisle-client-platform, x-aisle-client-version")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("asked", "message", "details"),
+    [
+        (
+            {"Access-Control-Request-Method": "DELETE"},
+            "Cross-origin requests may not use DELETE (they may use GET, POST, OPTIONS)",
+            {"method": "DELETE", "allowedMethods": ["GET", "POST", "OPTIONS"]},
+        ),
+        (
+            {
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "Content-Type, Authorization",
+            },
+            f"Cross-origin requests may not send authorization (they may send {ALLOWED_HEADERS})",
+            {"headers": ["authorization"], "allowedHeaders": ALLOWED_HEADERS.split(", ")},
+        ),
+    ],
+)
+def test_a_refused_preflight_answers_in_the_envelope_with_its_cors_headers(
+    client, shop, asked, message, details
+):
+    response = client.options(
+        f"/public/sites/{shop['siteKey']}/events/batch", headers={"Origin": "https://x.example", **asked}
+    )
+
+    assert (response.status_code, response.headers["content-type"]) == (400, "application/json")
+    assert response.json() == {
+        "error": {"code": "CORS_PREFLIGHT_REFUSED", "message": message, "details": details}
+    }
+    assert {name: response.headers[name] for name in ("access-control-allow-origin", "access-control-allow-methods",
+                                                      "access-control-allow-headers", "access-control-max-age")} == {
+        "access-control-allow-origin": "*",
+        "access-control-allow-methods": "GET, POST, OPTIONS",
+        "access-control-allow-headers": "Accept, Accept-Language, Content-Encoding, Content-Language, Content-Type, "
+                                        "x-aisle-api-key, x-aisle-client-platform, x-aisle-client-version",
+        "access-control-max-age": "86400",
+    }  # fmt: skip
+    assert response.headers["vary"].startswith("Origin, Access-Control-Request-Method")
+
+
 def test_public_answers_are_readable_from_the_shop_s_pages(client, shop):
     identified = identify(client, shop["siteKey"], ORIGIN)
     assert identified.status_code == 200, identified.text

@@ -644,6 +644,63 @@ def test_the_read_name_granular_is_also_accepted_on_write(owner):
     assert switched_off.json()["dataLayerConfig"]["cookieConsent"]["granular"] is False
 
 
+def test_the_schema_lists_the_write_name_granular_enabled_beside_granular(client):
+    consent = client.get("/openapi.json").json()["components"]["schemas"]["CookieConsent"]
+    names = list(consent["properties"])
+
+    assert consent["additionalProperties"] is False
+    assert names.index("granularEnabled") == names.index("granular") + 1
+    assert consent["properties"]["granularEnabled"] == {
+        "anyOf": [{"type": "boolean"}, {"type": "null"}],
+        "title": "Granularenabled",
+        "description": "The write name of `granular` (as the spec's payload sends it); answers name it "
+        "`granular`. Sent with `granular` too, the two must agree.",
+    }
+
+
+@pytest.mark.parametrize(
+    ("consent", "message"),
+    [
+        ({"granular": True, "granularEnabled": False}, "granularEnabled and granular name one flag"),
+        (
+            {"granular_enabled": True, "granularEnabled": False},
+            "granularEnabled and granular_enabled name one flag",
+        ),
+        ({"granular": False, "granular_enabled": True}, "granular and granular_enabled name one flag"),
+        ({"granular": True, "granularEnabled": 1}, "granularEnabled and granular name one flag"),
+    ],
+)
+def test_spellings_of_granular_sent_together_must_agree(owner, consent, message):
+    site = owner.make_site(domain="spellings.example.com")
+    url = f"/sites/{site['id']}/tracking-config"
+    assert owner.put(url, json={"dataLayerConfig": {"cookieConsent": {"granular": True}}}).status_code == 200
+    before = tracking_config(owner, site["id"])
+
+    response = owner.put(url, json={"batchSize": 7, "dataLayerConfig": {"cookieConsent": consent}})
+
+    assert error_of(response) == (400, "VALIDATION_FAILED")
+    assert response.json()["error"]["details"] == [
+        {
+            "field": "body.dataLayerConfig.cookieConsent.granularEnabled",
+            "message": f"{message} and were sent different values; send one of them",
+            "type": "granular_spellings_disagree",
+        }
+    ]
+    assert tracking_config(owner, site["id"]) == before
+
+
+def test_spellings_of_granular_sent_together_with_one_value_write_it(owner):
+    site = owner.make_site(domain="agree.example.com")
+    url = f"/sites/{site['id']}/tracking-config"
+    consent = {"granular": True, "granularEnabled": True, "granular_enabled": True}
+
+    response = owner.put(url, json={"dataLayerConfig": {"cookieConsent": consent}})
+
+    assert response.status_code == 200, response.text
+    assert response.json()["dataLayerConfig"]["cookieConsent"]["granular"] is True
+    assert "granularEnabled" not in response.text
+
+
 @pytest.mark.parametrize(
     ("patch", "field"),
     [
@@ -696,6 +753,24 @@ def test_invalid_tracking_config_answers_400_and_keeps_the_stored_config(owner, 
     assert failed_fields(response) == [field]
     assert tracking_config(owner, site["id"]) == before
     assert (before["batchSize"], before["maxRetries"], before["dataLayerConfig"]["bufferSize"]) == (5, 3, 3)
+
+
+def test_a_value_no_member_of_a_union_takes_is_named_by_its_body_path(owner):
+    site = owner.make_site(domain="union.example.com")
+    url = f"/sites/{site['id']}/tracking-config"
+    consent = "body.dataLayerConfig.cookieConsent.defaultConsent"
+
+    response = owner.put(
+        url, json={"dataLayerConfig": {"cookieConsent": {"defaultConsent": {"analytics": "yes"}}}}
+    )
+
+    assert error_of(response) == (400, "VALIDATION_FAILED")
+    assert response.json()["error"]["details"] == [
+        {"field": consent, "message": "Input should be a valid boolean", "type": "bool_type"},
+        {"field": consent, "message": "Input should be a valid string", "type": "string_type"},
+        {"field": f"{consent}.analytics", "message": "Input should be a valid boolean", "type": "bool_type"},
+    ]
+    assert tracking_config(owner, site["id"]) == DEFAULT_TRACKING_CONFIG
 
 
 def test_tracking_config_body_must_be_an_object(owner):
