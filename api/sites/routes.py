@@ -20,6 +20,7 @@ from api.deps import (
     WritableSiteById,
     require,
 )
+from api.errors import error_response
 from api.schemas import Ok
 from api.sites import keys, service
 from api.sites.schemas import (
@@ -156,10 +157,17 @@ def create_key(body: ApiKeyCreate, site: WritableSiteById, store: StoreDep) -> A
     return _key_out(record, secret)
 
 
+_NO_SUCH_KEY = {404: error_response("No such key on this site (API_KEY_NOT_FOUND).")}
+
+
 @router.post(
     "/sites/{siteId}/public-api-keys/{keyId}/rotate",
     response_model=ApiKeyWithSecret,
     tags=["public-api-keys"],
+    responses={
+        **_NO_SUCH_KEY,
+        409: error_response("The key was revoked (API_KEY_REVOKED); create a new one."),
+    },
 )
 def rotate_key(keyId: str, site: WritableSiteById, store: StoreDep) -> ApiKeyOut:
     """New secret for the key (shown once); the old secret stops working at once."""
@@ -168,7 +176,10 @@ def rotate_key(keyId: str, site: WritableSiteById, store: StoreDep) -> ApiKeyOut
 
 
 @router.post(
-    "/sites/{siteId}/public-api-keys/{keyId}/revoke", response_model=ApiKeyOut, tags=["public-api-keys"]
+    "/sites/{siteId}/public-api-keys/{keyId}/revoke",
+    response_model=ApiKeyOut,
+    tags=["public-api-keys"],
+    responses=_NO_SUCH_KEY,
 )
 def revoke_key(keyId: str, site: WritableSiteById, store: StoreDep) -> ApiKeyOut:
     """Revoked keys never work again."""

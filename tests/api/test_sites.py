@@ -1110,6 +1110,13 @@ def test_rotate_issues_a_new_secret_and_retires_the_old(owner, store):
     assert [k["prefix"] for k in list_keys(owner, site["id"])] == [rotated["prefix"]]
 
 
+def test_the_schema_documents_the_key_routes_refusals(client):
+    paths = client.get("/openapi.json").json()["paths"]
+    key = "/api/v1/sites/{siteId}/public-api-keys/{keyId}"
+    assert {"404", "409"} <= set(paths[f"{key}/rotate"]["post"]["responses"])
+    assert "404" in paths[f"{key}/revoke"]["post"]["responses"]
+
+
 def test_revoke_is_for_good(owner, store):
     site = owner.make_site(domain="revoke.example.com")
     created = make_key(owner, site["id"], "mobile_read")
