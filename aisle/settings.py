@@ -39,6 +39,7 @@ class Settings(BaseSettings):
     login_max_failures_per_account: int = 5
     login_max_attempts_per_address: int = 30
     login_window_seconds: int = 900
+    registrations_per_address_per_hour: int = 20
 
     public_read_limit_per_minute: int = 300
     max_request_body_bytes: int = Field(

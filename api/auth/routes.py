@@ -61,10 +61,23 @@ MFA_ALREADY_ENABLED = {409: error_response("MFA is already enabled; disable it f
     "/register",
     status_code=201,
     response_model=UserOut,
-    responses={409: error_response("An account with this e-mail already exists (EMAIL_TAKEN).")},
+    responses={409: error_response("An account with this e-mail already exists (EMAIL_TAKEN)."), **THROTTLED},
 )
-def register(body: RegisterBody, store: StoreDep, settings: SettingsDep, outbox: OutboxDep) -> UserOut:
-    """Create an account and its organisation (the caller becomes its owner); sends a verification e-mail."""
+def register(
+    body: RegisterBody,
+    store: StoreDep,
+    settings: SettingsDep,
+    outbox: OutboxDep,
+    hot: HotStateDep,
+    address: ClientAddress,
+    response: Response,
+) -> UserOut:
+    """Create an account and its organisation (the caller becomes its owner); sends a verification e-mail.
+    Attempts are counted per client address (`AISLE_REGISTRATIONS_PER_ADDRESS_PER_HOUR`): past the
+    limit, 429 `REGISTER_THROTTLED` with Retry-After, so one address cannot mint accounts (and
+    verification e-mails) without end."""
+    limit = Limit("register-address", settings.registrations_per_address_per_hour, 3600)
+    throttle(hot, response, limit=limit, subject=address, code="REGISTER_THROTTLED")
     user = service.register(
         store,
         settings,

@@ -15,6 +15,7 @@ from aisle.settings import Settings
 from api.app import create_app
 from tests.factories import PASSWORD, Session, enable_mfa, make_user, make_verified_site, totp_code
 from tests.servers import LiveServer, free_port
+from warehouse.catalog import users
 
 ORIGIN = {"Origin": "https://shop.example.com"}
 SIGNING_KEY = "test-signing-key-" + "x" * 32
@@ -153,6 +154,28 @@ def test_login_attempts_per_address_are_limited(client, store):
     assert response.json()["error"]["code"] == "LOGIN_THROTTLED"
     assert response.json()["error"]["message"] == "Too many login attempts from this address; try again later"
     assert 1 <= int(response.headers["Retry-After"]) <= 900
+
+
+@pytest.mark.parametrize("limits", [{"registrations_per_address_per_hour": 2}])
+def test_registrations_per_address_are_limited(client, store):
+    def register(email: str) -> httpx.Response:
+        return client.post("/auth/register", json={"email": email, "password": PASSWORD, "name": "Ada"})
+
+    assert register("one@example.com").status_code == 201
+    assert register("one@example.com").status_code == 409  # a taken address counts too
+    refused = register("three@example.com")
+    assert (refused.status_code, error_code(refused)) == (429, "REGISTER_THROTTLED")
+    assert 1 <= int(refused.headers["Retry-After"]) <= 3600
+    with store.connect() as conn:
+        assert users.get_by_email(conn, email="three@example.com") is None
+
+
+def test_the_default_lets_an_office_register_its_team(client):
+    for n in range(20):
+        answer = client.post(
+            "/auth/register", json={"email": f"u{n}@example.com", "password": PASSWORD, "name": "A"}
+        )
+        assert answer.status_code == 201, answer.text
 
 
 @pytest.mark.parametrize("redis_url", [None])  # the headers do not depend on the backend
