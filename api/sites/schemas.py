@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from functools import cache
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, available_timezones
 
+import duckdb
 from pydantic import Field, field_validator
 
 from api.schemas import CamelModel, StrictCamelModel
@@ -45,10 +47,18 @@ def _currency(value: str | None) -> str | None:
     return None if value is None else normalise_currency(value)
 
 
+@cache
+def _report_zones() -> frozenset[str]:
+    # The zones both Python and DuckDB know: reports bucket in DuckDB. The system's tz database also
+    # lists `localtime` (the machine's own zone), which DuckDB does not know: every report was a 500.
+    known = {row[0] for row in duckdb.sql("SELECT name FROM pg_timezone_names()").fetchall()}
+    return frozenset(available_timezones() & known) | {"UTC"}
+
+
 def _timezone(value: str | None) -> str | None:
     if value is None:
         return None
-    if value not in available_timezones() and value != "UTC":
+    if value not in _report_zones():
         raise ValueError(f"'{value}' is not an IANA time zone (such as Europe/Berlin or UTC)")
     ZoneInfo(value)
     return value
