@@ -76,8 +76,12 @@ def install(app: FastAPI, *, error_response: dict[str, Any]) -> None:
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         for name, model in _DOCUMENTED.items():
             body = TypeAdapter(model).json_schema(ref_template=REF, by_alias=True)
-            components.update(body.pop("$defs", {}))
-            components[name] = body
+            for component, definition in {**body.pop("$defs", {}), name: body}.items():
+                # Two models of one name would overwrite each other's schema silently: the consent
+                # report's answer was documented as the ingest model of the same class name.
+                if components.get(component, definition) != definition:
+                    raise RuntimeError(f"two OpenAPI schemas are named {component}; rename one of the models")
+                components[component] = definition
         # Validation failures answer 400 in the error envelope, never FastAPI's default 422.
         for operations in schema.get("paths", {}).values():
             for operation in operations.values():

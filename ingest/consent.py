@@ -28,7 +28,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
 
-class ConsentCategories(_Strict):
+class ConsentDecision(_Strict):
     """Each category granted (true), refused (false) or not stated by this record (absent or null)."""
 
     necessary: StrictBool | None = None
@@ -43,7 +43,7 @@ class ConsentIn(_Strict):
     visitor_id: Annotated[str, AfterValidator(exact_id)] = Field(min_length=1, max_length=MAX_ID_LENGTH)
     session_id: OptionalId = Field(default=None, max_length=MAX_ID_LENGTH)
     user_id: OptionalId = Field(default=None, max_length=MAX_ID_LENGTH)
-    categories: ConsentCategories = Field(
+    categories: ConsentDecision = Field(
         description="The categories this decision states: necessary, analytics, marketing, preferences "
         "(booleans). At least one must be stated; any other key is rejected."
     )

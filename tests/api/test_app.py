@@ -101,6 +101,15 @@ def test_openapi_names_the_bearer_token_of_exactly_the_operations_that_ask_for_o
     assert "security" not in spec["paths"]["/api/v1/auth/login"]["post"]
 
 
+def test_openapi_answers_are_the_route_models_not_a_namesake_body_model(client):
+    """The consent categories report was documented as the consent route's body part of the same class
+    name (ConsentCategories), whose schema the raw-read bodies had written over it."""
+    spec = client.get("/openapi.json").json()
+    answer = spec["paths"]["/api/v1/analytics/consent/{siteId}/categories"]["get"]["responses"]["200"]
+    name = answer["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    assert {"siteId", "people", "categories"} <= set(spec["components"]["schemas"][name]["properties"])
+
+
 def test_openapi_documents_the_site_api_key_of_the_public_routes(client):
     spec = client.get("/openapi.json").json()
     assert spec["components"]["securitySchemes"]["siteApiKey"]["name"] == "x-aisle-api-key"
