@@ -168,7 +168,9 @@ def allowed_methods(request: Request) -> list[str]:
     allowed = [
         m for m in _METHODS if any(r.matches({**request.scope, "method": m})[0] == Match.FULL for r in routes)
     ]
-    return [m for method in allowed for m in ((method, "HEAD") if method == "GET" else (method,))]
+    if "GET" in allowed:
+        allowed.insert(allowed.index("GET") + 1, "HEAD")
+    return allowed
 
 
 def error_response(description: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from api.deps import ClientAddress, CurrentUser, HotStateDep, SettingsDep, Store
 from api.errors import BadRequest, Conflict, ServiceUnavailable, error_response
 from api.ingest_body import parse_json, read_body, read_json
 from api.openapi_bodies import documented_body
-from api.public.guard import GUARD_RESPONSES, PublicCaller, PublicSite, guard_public_site
+from api.public.guard import PUBLIC_RESPONSES, PublicCaller, PublicSite, guard_public_site
 from api.schemas import CamelModel
 from api.store_io import off_loop
 from api.throttle import Limit, headers_on_errors, throttle, throttle_each_async
@@ -53,8 +53,7 @@ public = APIRouter(
     prefix="/public/sites/{siteKey}",
     tags=["public ingestion"],
     responses={
-        **GUARD_RESPONSES,
-        429: error_response("Throttled (RATE_LIMITED): retry after `Retry-After` seconds."),
+        **PUBLIC_RESPONSES,
         **_STORAGE_RESPONSES,
     },
 )

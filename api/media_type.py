@@ -33,14 +33,12 @@ async def json_bodies_only(request: Request) -> None:
     if not body:
         return
     content_type = request.headers.get("content-type")
-    if content_type is None:
-        raise UnsupportedMediaType(
-            "This route reads a JSON body: send it with Content-Type: application/json (none was sent)"
+    if content_type is None or not is_json(content_type):
+        sent = (
+            " (none was sent)" if content_type is None else f", not '{content_type.split(';', 1)[0].strip()}'"
         )
-    if not is_json(content_type):
         raise UnsupportedMediaType(
-            f"This route reads a JSON body: send it with Content-Type: application/json, not "
-            f"'{content_type.split(';', 1)[0].strip()}'"
+            f"This route reads a JSON body: send it with Content-Type: application/json{sent}"
         )
     if b"NaN" in body or b"Infinity" in body:
         # Python's json module, which FastAPI parses with, reads these non-JSON words as floats.

@@ -32,7 +32,7 @@ def throttle(
 ) -> dict[str, str]:
     """Count one request of ``subject`` against ``limit``; 429 with ``Retry-After`` once it is spent.
     Returns the rate-limit headers (also set on ``response`` when given)."""
-    window = hot.hit(f"rl:{limit.name}:{subject}", window_seconds=limit.window_seconds)
+    window = hot.hit(_key(limit, subject), window_seconds=limit.window_seconds)
     return _checked(window, response, limit=limit, code=code)
 
 
@@ -44,17 +44,22 @@ async def throttle_each_async(
     counted, the request is refused when any of them is spent, and the headers are those of the
     subject with the least left."""
     windows = [
-        await hot.hit_async(f"rl:{limit.name}:{subject}", window_seconds=limit.window_seconds)
-        for subject in subjects
+        await hot.hit_async(_key(limit, subject), window_seconds=limit.window_seconds) for subject in subjects
     ]
     return _checked(max(windows, key=lambda window: window.count), None, limit=limit, code=code)
 
 
-def _checked(window: WindowCount, response: Response | None, *, limit: Limit, code: str) -> dict[str, str]:
+def _key(limit: Limit, subject: str) -> str:
+    return f"rl:{limit.name}:{subject}"
+
+
+def _checked(
+    window: WindowCount, response: Response | None, *, limit: Limit, code: str, message: str | None = None
+) -> dict[str, str]:
     headers = rate_limit_headers(limit, window)
     if window.count > limit.limit:
         raise TooManyRequests(
-            f"Too many requests; retry in {window.reset_in} seconds",
+            message or f"Too many requests; retry in {window.reset_in} seconds",
             code=code,
             details={"limit": limit.limit, "windowSeconds": limit.window_seconds},
             headers={**headers, "Retry-After": str(window.reset_in)},
@@ -84,7 +89,7 @@ class GuessThrottle:
     def __init__(self, hot: HotState, *, limit: Limit, subject: str, code: str, message: str) -> None:
         self._hot = hot
         self._limit = limit
-        self._key = f"rl:{limit.name}:{subject}"
+        self._key = _key(limit, subject)
         self._code = code
         self._message = message
         self._window: WindowCount | None = None
@@ -92,14 +97,7 @@ class GuessThrottle:
     def count_guess(self) -> None:
         """Count one guess about to be checked; 429 once the failures of the window are spent."""
         self._window = self._hot.hit(self._key, window_seconds=self._limit.window_seconds)
-        if self._window.count > self._limit.limit:
-            headers = rate_limit_headers(self._limit, self._window)
-            raise TooManyRequests(
-                self._message,
-                code=self._code,
-                details={"limit": self._limit.limit, "windowSeconds": self._limit.window_seconds},
-                headers={**headers, "Retry-After": str(self._window.reset_in)},
-            )
+        _checked(self._window, None, limit=self._limit, code=self._code, message=self._message)
 
     def forget(self) -> None:
         """The guess was right: earlier failures no longer count."""

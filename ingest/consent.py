@@ -41,8 +41,8 @@ class ConsentIn(_Strict):
     """One consent decision of a visitor. Unknown fields and unknown categories are rejected (400)."""
 
     visitor_id: Annotated[str, AfterValidator(exact_id)] = Field(min_length=1, max_length=MAX_ID_LENGTH)
-    session_id: OptionalId = Field(default=None, max_length=MAX_ID_LENGTH)
-    user_id: OptionalId = Field(default=None, max_length=MAX_ID_LENGTH)
+    session_id: OptionalId = None
+    user_id: OptionalId = None
     categories: ConsentDecision = Field(
         description="The categories this decision states: necessary, analytics, marketing, preferences "
         "(booleans). At least one must be stated; any other key is rejected."

@@ -335,6 +335,11 @@ class _Tally:
         return item
 
 
+def _is_order(row: dict[str, Any]) -> bool:
+    """A row with an order id (an empty cell is none) is an order, unless --kind says otherwise."""
+    return row.get("orderId") not in ("", None)
+
+
 def import_file(
     ingest: Ingest,
     *,
@@ -358,8 +363,7 @@ def import_file(
     if not preset:
         first = next(rows, None)
         if kind == "auto":
-            is_order = first and isinstance(first[1], dict) and first[1].get("orderId") not in ("", None)
-            kind = "orders" if is_order else "events"
+            kind = "orders" if first and isinstance(first[1], dict) and _is_order(first[1]) else "events"
         if fmt == "csv" and first and isinstance(first[1], dict):
             _check_header(path, list(first[1]), "orderId" if kind == "orders" else "name")
         items = itertools.chain([first] if first else [], rows)
@@ -394,7 +398,7 @@ def import_file(
             continue
         if isinstance(item, dict) and not preset:
             item = _api_fields(item)
-            if detected and ("orderId" in item) != (kind == "orders"):
+            if detected and _is_order(item) != (kind == "orders"):
                 # Validated as the file's kind, the row failed for a field it never meant to have.
                 row_kind = "an order (it has orderId)" if kind == "events" else "an event (it has no orderId)"
                 summary.reject(

@@ -32,7 +32,6 @@ MAX_URL_LENGTH = 2048
 MAX_ORDER_ITEMS = 2000
 MAX_CATEGORY_PATH_LENGTH = 500
 
-Id = Field(default=None, max_length=MAX_ID_LENGTH)
 
 # A decimal as JSON and most languages write one. Python's Decimal also reads other scripts' digits
 # ("١٢"), underscores ("1_000") and surrounding spaces, which no shop means as an amount.
@@ -136,7 +135,7 @@ def exact_id(text: str | None) -> str | None:
 IdentityId = Annotated[
     str, Field(min_length=1, max_length=MAX_ID_LENGTH), AfterValidator(_not_blank), AfterValidator(exact_id)
 ]
-OptionalId = Annotated[str | None, AfterValidator(exact_id)]
+OptionalId = Annotated[str | None, Field(max_length=MAX_ID_LENGTH), AfterValidator(exact_id)]
 
 
 iso_time = BeforeValidator(_time_text)
@@ -302,8 +301,8 @@ class OrderIn(_Wire):
     timestamp: EventTime | None = None
     visitor_id: IdentityId
     session_id: IdentityId
-    journey_id: OptionalId = Id
-    user_id: OptionalId = Id
+    journey_id: OptionalId = None
+    user_id: OptionalId = None
     currency: str | None = Field(default=None, max_length=8)
     total: Amount
     subtotal: Amount | None = None
@@ -332,8 +331,8 @@ class MetricIn(_Wire):
     value: StrictFloat  # a JSON number (lax pydantic also reads true as 1.0)
     unit: str | None = Field(default=None, max_length=16)
     timestamp: EventTime | None = None
-    visitor_id: OptionalId = Id
-    session_id: OptionalId = Id
+    visitor_id: OptionalId = None
+    session_id: OptionalId = None
     url: str | None = Field(default=None, max_length=MAX_URL_LENGTH)
     tags: dict[str, str | int | float | bool] = Field(default_factory=dict)
 

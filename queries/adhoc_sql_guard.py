@@ -343,22 +343,20 @@ def parse_sql(sql: str, *, dialect: str) -> list[exp.Expression]:
 # Statements that write, load or reach outside the query. Written with arguments sqlglot cannot read
 # (EXPORT DATABASE 'dir'), they are still refused as statements, not reported as syntax errors.
 _WRITING_STATEMENTS = frozenset(
-    ["ALTER", "ANALYZE", "ATTACH", "BEGIN", "CALL", "CHECKPOINT", "COMMENT", "COMMIT", "COPY", "CREATE", "DEALLOCATE", "DELETE", "DETACH", "DROP", "EXECUTE", "EXPORT", "FORCE", "GRANT", "IMPORT", "INSERT", "INSTALL", "LOAD", "MERGE", "PRAGMA", "PREPARE", "RESET", "REVOKE", "ROLLBACK", "SET", "TRUNCATE", "UPDATE", "UPSERT", "USE", "VACUUM"]
-)
+    {"ALTER", "ANALYZE", "ATTACH", "BEGIN", "CALL", "CHECKPOINT", "COMMENT", "COMMIT", "COPY", "CREATE",
+     "DEALLOCATE", "DELETE", "DETACH", "DROP", "EXECUTE", "EXPORT", "FORCE", "GRANT", "IMPORT", "INSERT",
+     "INSTALL", "LOAD", "MERGE", "PRAGMA", "PREPARE", "RESET", "REVOKE", "ROLLBACK", "SET", "TRUNCATE",
+     "UPDATE", "UPSERT", "USE", "VACUUM"}
+)  # fmt: skip
 
 
 def _parse(sql: str, *, dialect: str) -> list[exp.Expression]:
     try:
         return parse_sql(sql, dialect=dialect)
     except ParseError as error:
-        first = next(iter(_tokens(sql, dialect=dialect)), None)
-        if first is not None and first.text.upper() in _WRITING_STATEMENTS:
-            kind = first.text.upper()
-            raise SqlError(
-                "SQL_STATEMENT_NOT_ALLOWED",
-                f"{kind} statements are not allowed; only read-only queries ({_STATEMENTS})",
-                {"refused": kind, "kind": "statement", "position": position_at(sql, first.start)},
-            ) from None
+        keyword = _first_keyword(sql, dialect=dialect)
+        if keyword is not None and keyword[0] in _WRITING_STATEMENTS:
+            raise _statement_not_allowed(*keyword) from None
         raise _syntax_error(error, sql, dialect=dialect) from None
     except TokenError as error:
         raise _unreadable(error, sql, dialect=dialect) from None
@@ -449,15 +447,35 @@ def _single_statement(statements: list[exp.Expression], source: str, *, dialect:
     tree = statements[0]
     if not isinstance(tree, _ROOTS):
         kind, position = _statement_written(tree, source, dialect=dialect)
-        error = _refuse(
-            "SQL_STATEMENT_NOT_ALLOWED",
-            f"{kind} statements are not allowed; only read-only queries ({_STATEMENTS})",
-            refused=kind, kind="statement", node=tree, source=source,
-        )  # fmt: skip
-        if position:
-            error.details["position"] = position
-        raise error
+        raise _statement_not_allowed(kind, position, node=tree, source=source)
     return tree
+
+
+def _statement_not_allowed(
+    kind: str,
+    position: dict[str, int] | None,
+    *,
+    node: exp.Expression | None = None,
+    source: str | None = None,
+) -> SqlError:
+    """SQL_STATEMENT_NOT_ALLOWED for a statement starting with ``kind``, where it was written (else
+    where the node is)."""
+    error = _refuse(
+        "SQL_STATEMENT_NOT_ALLOWED",
+        f"{kind} statements are not allowed; only read-only queries ({_STATEMENTS})",
+        refused=kind, kind="statement", node=node, source=source,
+    )  # fmt: skip
+    if position:
+        error.details["position"] = position
+    return error
+
+
+def _first_keyword(source: str, *, dialect: str) -> tuple[str, dict[str, int]] | None:
+    """The word the text starts with, upper case, and where; None when it starts otherwise."""
+    first = next(iter(_tokens(source, dialect=dialect)), None)
+    if first is None or not re.fullmatch(r"[A-Za-z_]+", first.text):
+        return None
+    return first.text.upper(), position_at(source, first.start)
 
 
 def _statement_written(
@@ -466,9 +484,9 @@ def _statement_written(
     """The keyword a refused statement starts with, and where. sqlglot reads statements it does not know
     as something else (CHECKPOINT as a column, DEALLOCATE x as an alias), so its node names them wrongly;
     after a WITH clause the keyword says nothing, and the node's kind is used."""
-    first = next(iter(_tokens(source, dialect=dialect)), None)
-    if first is not None and re.fullmatch(r"[A-Za-z_]+", first.text) and first.text.upper() != "WITH":
-        return first.text.upper(), position_at(source, first.start)
+    keyword = _first_keyword(source, dialect=dialect)
+    if keyword is not None and keyword[0] != "WITH":
+        return keyword
     return _statement_kind(tree), None
 
 

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, Request, Response
 
 from api.deps import ClientAddress, HotStateDep, SettingsDep
-from api.errors import BadRequest, ServiceUnavailable, error_response
+from api.errors import BadRequest, ServiceUnavailable
 from api.ingest_body import read_json
 from api.openapi_bodies import documented_body
-from api.public.guard import GUARD_RESPONSES, PublicSite
+from api.public.guard import PUBLIC_RESPONSES, PublicSite
 from api.throttle import Limit, headers_on_errors, throttle
 from ingest.consent import CATEGORIES, ConsentIn, ConsentResult
 from ingest.normalise import Context, Rejected
@@ -18,10 +18,7 @@ from ingest.normalise import Context, Rejected
 router = APIRouter(
     prefix="/public/sites/{siteKey}",
     tags=["public ingestion"],
-    responses={
-        **GUARD_RESPONSES,
-        429: error_response("Throttled (RATE_LIMITED): retry after `Retry-After` seconds."),
-    },
+    responses=PUBLIC_RESPONSES,
 )
 
 

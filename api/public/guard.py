@@ -20,8 +20,12 @@ PLATFORM_HEADER = "x-aisle-client-platform"
 VERSION_HEADER = "x-aisle-client-version"
 
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
-# What every route under the guard answers besides the app's 400, 401 and 403.
-GUARD_RESPONSES = {404: error_response("Unknown site key (SITE_NOT_FOUND).")}
+# What every public route answers besides the app's 400, 401 and 403: the guard's unknown key, and
+# its throttle (each route counts its callers).
+PUBLIC_RESPONSES = {
+    404: error_response("Unknown site key (SITE_NOT_FOUND)."),
+    429: error_response("Throttled (RATE_LIMITED): retry after `Retry-After` seconds."),
+}
 # The client headers are stored on every row of the request, like an event's fields: bounded alike.
 MAX_CLIENT_HEADER_LENGTH = 64
 

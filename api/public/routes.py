@@ -5,8 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from api.deps import ClientAddress, HotStateDep, SettingsDep
-from api.errors import error_response
-from api.public.guard import GUARD_RESPONSES, PublicSite
+from api.public.guard import PUBLIC_RESPONSES, PublicSite
 from api.sites.service import tracking_config
 from api.sites.tracking_config import TrackerConfig
 from api.throttle import Limit, throttle
@@ -14,10 +13,7 @@ from api.throttle import Limit, throttle
 router = APIRouter(
     prefix="/public/sites/{siteKey}",
     tags=["public"],
-    responses={
-        **GUARD_RESPONSES,
-        429: error_response("Throttled (RATE_LIMITED): retry after `Retry-After` seconds."),
-    },
+    responses=PUBLIC_RESPONSES,
 )
 
 
