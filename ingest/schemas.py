@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Annotated, Any, NotRequired
@@ -267,13 +268,30 @@ def _trimmed(text: str | None) -> str | None:
     return exact_id(text.strip() or None) if text is not None else None
 
 
+def _product_uuid(text: str | None) -> str | None:
+    # The spec's productId is a uuid; a shop's own id sent here would name a product no report can
+    # find by its productId (the catalog derives ids from codes), so it is refused, not read as a code.
+    text = _trimmed(text)
+    if text is None:
+        return None
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        raise ValueError(
+            "productId must be a uuid (Aisle's product id); send a shop's own code as productItemCode"
+        ) from None
+
+
 class OrderItemIn(_Wire):
     # Trimmed, as event codes are: " 123 " and "123" are one product (one product id).
     product_item_code: Annotated[str | None, AfterValidator(_trimmed)] = Field(
         default=None, max_length=MAX_ID_LENGTH
     )
-    product_id: Annotated[str | None, AfterValidator(_trimmed)] = Field(
-        default=None, max_length=MAX_ID_LENGTH
+    product_id: Annotated[str | None, AfterValidator(_product_uuid)] = Field(
+        default=None,
+        max_length=MAX_ID_LENGTH,
+        description="Aisle's product id (a uuid, as the catalog lists it); the line is credited to that "
+        "product when it has no productItemCode. A shop's own ids go in productItemCode.",
     )
     # Strict: lax pydantic also reads "2" and true as quantities.
     quantity: StrictInt = Field(

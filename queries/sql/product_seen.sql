@@ -5,7 +5,8 @@
 -- productName), .price, .categoryPath (or the event's category), .url (else the page of a
 -- product_view), .image (or imageUrl). Order lines: name, unit price (not a refund's: what was paid
 -- back is no price), category path; a product only ever refunded is still a product the shop sells. A
--- line without productItemCode is named by its productId. Codes are trimmed, as product ids are.
+-- line without productItemCode adds nothing: the catalog names products by code, and its productId (a
+-- uuid) is derived from one. Codes are trimmed, as product ids are.
 WITH product_events AS (
     -- The metadata is parsed once per event for all the paths.
     SELECT product_item_code, ts, received_at, currency, category_path, name, url,
@@ -25,7 +26,7 @@ observed AS (
         coalesce(m[6], m[7]) AS image
     FROM product_events
     UNION ALL
-    SELECT coalesce(nullif(trim(item.product_item_code), ''), trim(item.product_id)) AS code, ts, received_at,
+    SELECT trim(item.product_item_code) AS code, ts, received_at,
         item.name AS product_name, CASE WHEN NOT is_refund THEN item.price END AS price, currency,
         item.category_path, NULL AS page, NULL AS image
     FROM (

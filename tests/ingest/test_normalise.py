@@ -455,6 +455,8 @@ def test_a_batch_keeps_the_valid_events_and_reports_the_others_by_index():
 
 # --- orders ------------------------------------------------------------------------------------------
 
+P_ID = "8c0d4f39-0000-4000-8000-000000000001"
+
 
 def order(**fields) -> dict:
     return {
@@ -486,7 +488,7 @@ def test_order_row_is_exact():
                 "name": "Sock",
                 "categoryPath": "Socks",
             },
-            {"productId": "p-2", "quantity": 1, "price": 0.01},
+            {"productId": " 8C0D4F39-0000-4000-8000-00000000000A ", "quantity": 1, "price": 0.01},
         ],
         consent={"marketing": True},
     )
@@ -516,7 +518,7 @@ def test_order_row_is_exact():
             },
             {
                 "product_item_code": None,
-                "product_id": "p-2",
+                "product_id": "8c0d4f39-0000-4000-8000-00000000000a",
                 "quantity": 1,
                 "price": "0.010000",
                 "name": None,
@@ -551,22 +553,22 @@ def test_order_currency_resolution(currency, site_currency, expected):
     [
         (order(currency="EURO"), "CURRENCY_NOT_ISO4217"),
         (order(total="1.0000001"), "AMOUNT_TOO_PRECISE"),
-        (order(items=[{"productId": "p", "quantity": 1, "price": "0.0000005"}]), "AMOUNT_TOO_PRECISE"),
+        (order(items=[{"productId": P_ID, "quantity": 1, "price": "0.0000005"}]), "AMOUNT_TOO_PRECISE"),
         (order(tax="1e20"), "AMOUNT_INVALID"),
         (order(total="1E+1000000"), "AMOUNT_INVALID"),
-        (order(items=[{"productId": "p", "quantity": 1, "price": "-1E+1000000"}]), "AMOUNT_INVALID"),
+        (order(items=[{"productId": P_ID, "quantity": 1, "price": "-1E+1000000"}]), "AMOUNT_INVALID"),
         (order(total="1_000"), "INVALID_ORDER"),
         (order(orderId="   "), "INVALID_ORDER"),
         (order(visitorId="  "), "INVALID_ORDER"),
         (order(sessionId=" "), "INVALID_ORDER"),
-        (order(items=[{"productId": "p", "quantity": "2", "price": "1"}]), "INVALID_ORDER"),
-        (order(items=[{"productId": "p", "quantity": True, "price": "1"}]), "INVALID_ORDER"),
+        (order(items=[{"productId": P_ID, "quantity": "2", "price": "1"}]), "INVALID_ORDER"),
+        (order(items=[{"productId": P_ID, "quantity": True, "price": "1"}]), "INVALID_ORDER"),
         (order(currency="XXX"), "CURRENCY_NOT_ISO4217"),
         (order(items=[{"quantity": 1, "price": "1"}]), "INVALID_ORDER"),
         (order(items=[{"productItemCode": "", "quantity": 1, "price": "1"}]), "INVALID_ORDER"),
         (order(items=[]), "INVALID_ORDER"),
-        (order(items=[{"productId": "p", "quantity": -1, "price": "1"}]), "INVALID_ORDER"),
-        (order(items=[{"productId": "p", "quantity": 1, "price": "-1"}]), "INVALID_ORDER"),
+        (order(items=[{"productId": P_ID, "quantity": -1, "price": "1"}]), "INVALID_ORDER"),
+        (order(items=[{"productId": P_ID, "quantity": 1, "price": "-1"}]), "INVALID_ORDER"),
         (order(orderId=""), "INVALID_ORDER"),
         (order(total=None), "INVALID_ORDER"),
         (order(timestamp="2011-01-01T00:00:00Z"), "TIMESTAMP_TOO_OLD"),
@@ -581,11 +583,24 @@ def test_order_rejection_codes(raw, code):
 
 def test_an_item_without_any_product_id_names_the_item():
     code, reason = rejection(
-        order(items=[{"productId": "p", "quantity": 1, "price": "1"}, {"quantity": 1, "price": "1"}]),
+        order(items=[{"productId": P_ID, "quantity": 1, "price": "1"}, {"quantity": 1, "price": "1"}]),
         make=order_row,
     )
     assert code == "INVALID_ORDER"
     assert reason.startswith("items.1") and "productItemCode or productId" in reason
+
+
+@pytest.mark.parametrize(
+    "product_id", ["p-2", "123", "8c0d4f39-0000-4000-8000", "SKU 8c0d4f39-0000-4000-8000-000000000001"]
+)
+def test_an_item_product_id_is_a_uuid(product_id):
+    # A shop's own id belongs in productItemCode: read as a productId it names no product the
+    # product reports can find.
+    code, reason = rejection(
+        order(items=[{"productId": product_id, "quantity": 1, "price": "1"}]), make=order_row
+    )
+    assert code == "INVALID_ORDER"
+    assert reason.startswith("items.0.productId") and "productItemCode" in reason
 
 
 def test_historical_orders_are_accepted():
