@@ -3,11 +3,16 @@ lists, totals, a journey-level storefront funnel, one journey's timeline, and ev
 
 Every report works on the same stream per journey (``journey_stream.sql``): the journey's events plus
 each sale (refunds apart) as a `purchase` at the order's time; a `purchase` event whose
-`metadata.orderId` names a sale is that sale, counted once. A journey is `converted` when its stream
-holds a `purchase`. Money comes from orders only, per currency, never summed across currencies. A
-sale no event places (a checkout tracked only server-side) is a journey of its own. A journey belongs
-to a date range when its first entry, event or sale, falls inside it (site time zone, inclusive days);
-its later entries count wherever they fall.
+`metadata.orderId` names a sale is that sale, counted once (it is no entry of its own journey). A
+journey is `converted` when its stream holds a `purchase`. Money comes from orders only, per
+currency, never summed across currencies. A sale no event places (a checkout tracked only
+server-side) is a journey of its own. A journey belongs to a date range when its first entry, event
+or sale, falls inside it (site time zone, inclusive days); its later entries count wherever they fall.
+
+Entries at one instant are in a fixed order: events before sales, each by id (event id, order id),
+as the timeline lists events. The same order breaks every tie: a sale joins the journey of its
+person's first purchase event naming it, and takes that event's page (none when it has none); else
+the journey of its session's latest event at or before it, else of the session's first event.
 """
 
 from __future__ import annotations
@@ -191,8 +196,8 @@ def _journeys_of(
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A cursor holding the temporary tables `journey_sales` (every sale and its journey),
     `journey_keys` (chosen by the ``keys`` query), `journey_stream` and `journey_summary`; temporary
-    tables belong to their cursor alone. ``scan_from``: no chosen journey has events in an earlier
-    partition."""
+    tables belong to their cursor alone. ``scan_from``: no chosen journey has an entry in an earlier
+    partition (a purchase event counted as its sale may lie there; it is no entry)."""
     cursor = engine.cursor()
     try:
         _execute(cursor, "journey_sales", {"site_id": params["site_id"]})
@@ -206,7 +211,10 @@ def _journeys_of(
 
 def _in_range(engine: Engine, query: JourneyRange) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
     params = query.params()
-    return _journeys_of(engine, keys="journey_started", params=params, scan_from=params["scan_start"])
+    # Choosing the journeys reads every partition up to the range's end (an entry before the range
+    # means the journey started earlier); the chosen ones have no entry before scan_start.
+    started = {name: params[name] for name in ("site_id", "range_start", "range_end", "scan_end")}
+    return _journeys_of(engine, keys="journey_started", params=started, scan_from=params["scan_start"])
 
 
 # --- the reports ----------------------------------------------------------------------------------------
@@ -215,8 +223,8 @@ def _in_range(engine: Engine, query: JourneyRange) -> AbstractContextManager[duc
 def list_journeys(
     engine: Engine, query: JourneyRange, *, limit: int, offset: int, converted: bool | None = None
 ) -> JourneyPage:
-    """Journeys started in the range, newest first, paged; `total` counts every journey matching
-    the `converted` filter (None: all)."""
+    """Journeys started in the range, newest first (ties by journey key), paged; `total` counts every
+    journey matching the `converted` filter (None: all)."""
     with _in_range(engine, query) as cursor:
         total = _run(cursor, "journey_count", {"converted": converted})[0]["total"]
         rows = _run(cursor, "journey_list", {"converted": converted, "limit": limit, "offset": offset})
@@ -281,8 +289,10 @@ def journey_funnel(
 
 
 def get_journey(engine: Engine, *, site_id: str, journey_id: str) -> JourneyDetail | None:
-    """One journey with its recorded events in time order and the sales counted in it; None when
-    no event of the site carries that journey (or session) key."""
+    """One journey, whatever its date, with its recorded events in time order (ties by event id) and
+    the sales counted in it; None when it has no entry: no event or sale of the site carries that
+    journey (or session) key, or its only events are purchase events counted as their sale (perhaps in
+    another journey, or another person's: a forwarded thank-you page)."""
     params = {"site_id": site_id, "journey_key": journey_id}
     with _journeys_of(engine, keys="journey_one", params=params) as cursor:
         summary = _run(cursor, "journey_list", {"converted": None, "limit": 1, "offset": 0})
@@ -350,8 +360,8 @@ def next_events(pairs: list[dict[str, Any]]) -> list[NextEvent]:
 
 def sequence_insights(engine: Engine, query: JourneyRange, *, limit: int) -> SequenceInsights:
     """The most frequent consecutive pairs and triples of event names inside journeys started in the
-    range (count: occurrences; journeys and share: journeys containing them at least once), and the most
-    common next event after each event name."""
+    range (count: occurrences; journeys and share: journeys containing them at least once; ranked by
+    count, then journeys, then the names), and the most common next event after each event name."""
     with _in_range(engine, query) as cursor:
         total = _run(cursor, "journey_count", {"converted": None})[0]["total"]
         rows = _run(cursor, "journey_transitions", {})
@@ -370,7 +380,8 @@ def sequence_insights(engine: Engine, query: JourneyRange, *, limit: int) -> Seq
 
 
 def journey_sequences(engine: Engine, query: JourneyRange, *, limit: int, offset: int) -> SequencePage:
-    """Journeys started in the range as their entry names in time order, newest first, paged."""
+    """Journeys started in the range as their entry names in time order, newest first (ties by journey
+    key), paged."""
     with _in_range(engine, query) as cursor:
         total = _run(cursor, "journey_count", {"converted": None})[0]["total"]
         rows = _run(cursor, "journey_sequences", {"limit": limit, "offset": offset})

@@ -1,9 +1,10 @@
 -- Every sale of a site (refunds apart) with the journey it belongs to. A sale joins the journey of
--- its journey_id when some event is in it; without one, the journey of its own person's purchase event
--- naming it (with that event's page); else the journey its visitor's session was in at the order's
--- time (its latest event at or before the order, else the session's first event). A sale no event
--- places is a journey of its own: its journey_id, else its session id (a checkout tracked only
--- server-side is still a converted journey).
+-- its journey_id when some event is in it; without one, the journey of its own person's first purchase
+-- event naming it (with that event's page); else the journey its visitor's session was in at the
+-- order's time (its latest event at or before the order, else the session's first event). Events at
+-- one instant are ordered by event id, as the timeline orders them, so ties never depend on the order
+-- rows were stored in. A sale no event places is a journey of its own: its journey_id, else its
+-- session id (a checkout tracked only server-side is still a converted journey).
 CREATE OR REPLACE TEMP TABLE journey_sales AS
 WITH named_journeys AS (
     SELECT DISTINCT coalesce(nullif(journey_id, ''), session_id) AS journey_key
@@ -21,14 +22,13 @@ sales AS (
 ),
 purchase_refs AS (
     -- Only the order's own person's purchase events place it: a forwarded thank-you page opened by
-    -- someone else names the order too.
-    SELECT s.order_id,
-        arg_min(coalesce(nullif(e.journey_id, ''), e.session_id), e.ts) AS journey_key,
-        arg_min(e.url, e.ts) AS url
+    -- someone else names the order too. The first one gives both the journey and the page (a later
+    -- reload's page would belong to another event, perhaps of another journey).
+    SELECT s.order_id, coalesce(nullif(e.journey_id, ''), e.session_id) AS journey_key, e.url
     FROM events_people AS e
     JOIN sales AS s ON s.order_id = json_extract_string(e.metadata, '$.orderId') AND s.person_id = e.person_id
     WHERE e.site_id = $site_id AND e.name = 'purchase'
-    GROUP BY s.order_id
+    QUALIFY row_number() OVER (PARTITION BY s.order_id ORDER BY e.ts, e.event_id) = 1
 ),
 unplaced AS (
     SELECT s.* FROM sales AS s
@@ -36,22 +36,20 @@ unplaced AS (
     WHERE s.journey_id IS NULL
 ),
 session_events AS (
-    SELECT e.visitor_id, e.session_id, e.ts, coalesce(nullif(e.journey_id, ''), e.session_id) AS journey_key
+    SELECT e.visitor_id, e.session_id, e.ts, e.event_id,
+        coalesce(nullif(e.journey_id, ''), e.session_id) AS journey_key
     FROM events AS e
     SEMI JOIN unplaced AS u ON u.visitor_id = e.visitor_id AND u.session_id = e.session_id
     WHERE e.site_id = $site_id
 ),
-session_first AS (
-    SELECT visitor_id, session_id, arg_min(journey_key, ts) AS journey_key
-    FROM session_events
-    GROUP BY visitor_id, session_id
-),
 by_session AS (
-    SELECT u.order_id, coalesce(a.journey_key, f.journey_key) AS journey_key
+    SELECT u.order_id, coalesce(
+        arg_max(a.journey_key, (a.ts, a.event_id)) FILTER (WHERE a.ts <= u.ts),
+        arg_min(a.journey_key, (a.ts, a.event_id))
+    ) AS journey_key
     FROM unplaced AS u
-    ASOF LEFT JOIN session_events AS a
-        ON a.visitor_id = u.visitor_id AND a.session_id = u.session_id AND u.ts >= a.ts
-    LEFT JOIN session_first AS f ON f.visitor_id = u.visitor_id AND f.session_id = u.session_id
+    JOIN session_events AS a ON a.visitor_id = u.visitor_id AND a.session_id = u.session_id
+    GROUP BY u.order_id
 )
 SELECT s.order_id, s.person_id, s.visitor_id, s.ts, s.currency, s.total, p.url,
     coalesce(s.journey_id, p.journey_key, b.journey_key, s.own_journey, s.session_id) AS journey_key

@@ -2,7 +2,8 @@
 -- (refunds apart) as a `purchase` at the order's time, in the journey `journey_sales` placed it in. A
 -- `purchase` event whose metadata.orderId names a sale is that sale, counted once (as the order, with
 -- that event's page; another person's event naming it is dropped, as funnels drop it).
--- No journey in `journey_keys` has an event in a partition before $scan_from.
+-- No journey in `journey_keys` has an entry in a partition before $scan_from. Entries at one instant:
+-- events before sales, each by id.
 CREATE OR REPLACE TEMP TABLE journey_stream AS
 WITH journey_events AS (
     SELECT k.journey_key, e.event_id, e.person_id, e.visitor_id, e.ts, e.name, e.url,

@@ -213,6 +213,66 @@ def test_a_purchase_event_naming_another_persons_order_does_not_move_that_order(
     assert bob["orders"] == []
 
 
+def test_a_sale_takes_the_journey_and_page_of_its_first_purchase_event(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        # Three purchase events name o-1: two at its instant (e1 is first by id though sent second), one
+        # a later reload. e1 has no page, so neither has the sale.
+        "ann": [{"event": "purchase", "at": at(10), "eventId": "e2", "journeyId": "j-b", "url": "/b",
+                 "metadata": {"orderId": "o-1"}},
+                {"event": "purchase", "at": at(10), "eventId": "e1", "journeyId": "j-a",
+                 "metadata": {"orderId": "o-1"}},
+                {"event": "purchase", "at": at(10, 5), "eventId": "e3", "journeyId": "j-c", "url": "/thanks",
+                 "metadata": {"orderId": "o-1"}},
+                {"order": "o-1", "at": at(10)}],
+    })  # fmt: skip
+    journeys = [
+        (j["journeyId"], j["eventCount"], j["converted"], j["entryUrl"], j["exitUrl"]) for j in listed(engine)
+    ]
+    assert journeys == [("j-a", 1, True, None, None)]
+
+
+def test_ties_in_a_session_are_broken_by_event_id(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ann": [
+            # o-1 at the instant of two events: it joins the latest, e2 (one instant is ordered by id).
+            {"event": "page_view", "at": at(10), "eventId": "e1", "sessionId": "s1", "journeyId": "j-a"},
+            {"event": "page_view", "at": at(10), "eventId": "e2", "sessionId": "s1", "journeyId": "j-b"},
+            {"order": "o-1", "at": at(10), "sessionId": "s1"},
+            # o-2 before every event of its session: it joins the first, e3 (though sent second).
+            {"event": "page_view", "at": at(12), "eventId": "e4", "sessionId": "s2", "journeyId": "j-d"},
+            {"event": "page_view", "at": at(12), "eventId": "e3", "sessionId": "s2", "journeyId": "j-c"},
+            {"order": "o-2", "at": at(11), "sessionId": "s2"},
+        ],
+    })  # fmt: skip
+    assert {j["journeyId"]: (j["eventCount"], j["converted"], j["startedAt"]) for j in listed(engine)} == {
+        "j-a": (1, False, "2024-01-10T10:00:00Z"),
+        "j-b": (2, True, "2024-01-10T10:00:00Z"),
+        "j-c": (2, True, "2024-01-10T11:00:00Z"),
+        "j-d": (1, False, "2024-01-10T12:00:00Z"),
+    }
+
+
+def test_a_purchase_event_counted_as_its_sale_does_not_start_a_journey(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ann": [{"event": "page_view", "at": at(20, day=9), "journeyId": "j-ann"},
+                {"order": "o-1", "at": at(21, day=9), "journeyId": "j-ann"}],
+        # bob opens ann's forwarded thank-you page late on the 9th, then browses on the 10th: his journey
+        # starts with that page view, on the 10th. cy only opens the forwarded page: no journey at all.
+        "bob": [{"event": "purchase", "at": at(23, day=9), "sessionId": "s-bob", "metadata": {"orderId": "o-1"}},
+                {"event": "page_view", "at": at(9), "sessionId": "s-bob", "url": "/home"}],
+        "cy": [{"event": "purchase", "at": at(9), "sessionId": "s-cy", "metadata": {"orderId": "o-1"}}],
+    })  # fmt: skip
+    assert [(j["journeyId"], j["startedAt"], j["eventCount"]) for j in listed(engine)] == [
+        ("s-bob", "2024-01-10T09:00:00Z", 1)
+    ]  # fmt: skip
+    ninth = day_range(date(2024, 1, 9), date(2024, 1, 9))
+    assert [j["journeyId"] for j in listed(engine, ninth)] == ["j-ann"]
+    assert get_journey(engine, site_id=SITE, journey_id="s-cy") is None
+
+
 def test_identified_visitors_are_their_user(lake):
     ingest, engine = lake
     journeys_for(ingest, {
