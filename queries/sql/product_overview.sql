@@ -1,5 +1,6 @@
--- One product ($code) in the range: views, add-to-carts and sales, with the people behind each (the
--- linked user, else the visitor). Sales are order lines of the product (refunds apart); the number of
+-- One product ($product_id, whose code is $code) in the range: views, add-to-carts and sales, with the
+-- people behind each (the linked user, else the visitor). Sales are order lines of the product (refunds
+-- apart): lines carrying its code, and lines without a code that name its productId; the number of
 -- purchases is the number of sales holding it. Counts only.
 WITH product_events AS (
     SELECT name, person_id
@@ -15,7 +16,8 @@ lines AS (
         WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
             AND ts >= $range_start AND ts < $range_end AND NOT is_refund
     )
-    WHERE coalesce(nullif(item.product_item_code, ''), item.product_id) = $code
+    WHERE CASE WHEN nullif(item.product_item_code, '') IS NULL THEN item.product_id = $product_id
+        ELSE item.product_item_code = $code END
 ),
 viewers AS (SELECT DISTINCT person_id FROM product_events WHERE name = 'product_view'),
 carters AS (SELECT DISTINCT person_id FROM product_events WHERE name = 'add_to_cart'),
