@@ -138,7 +138,8 @@ def product_overview(engine: Engine, query: ProductRange, *, product: dict[str, 
     of viewers who added it to cart / bought it in the range; line revenue per currency. Its sales are
     the lines carrying its code and the lines without a code that name its productId."""
     params = {**query.params(), "code": product["product_item_code"], "product_id": product["product_id"]}
-    counts = library.run(engine, "product_overview", params).to_pylist()[0]
+    counts = library.run(engine, "product_overview", {**params, "product_events": list(PRODUCT_EVENTS)})
+    counts = counts.to_pylist()[0]
     revenue = library.run(engine, "product_revenue", params).to_pylist()
     return ProductOverview(
         product=product_out(product),
@@ -488,8 +489,8 @@ def _checks(
 def tracking_status(
     engine: Engine, query: ProductRange, *, catalog: CatalogCounts, module_enabled: bool | None
 ) -> TrackingStatus:
-    """Per product event name the events, products, last time and metadata coverage in the range; sales
-    whose products no product event named; the catalog's make-up; and checks with how to fix each.
+    """Per product event name the events, products, last time and metadata coverage in the range (an
+    empty name or category is none); sales whose products no product event named; the catalog's make-up; and checks with how to fix each.
     `status`: `ok` with product_view and add_to_cart, `partial` with other product events only or one
     of them, `not_tracking` with none."""
     params = {**query.params(), "product_events": list(PRODUCT_EVENTS)}

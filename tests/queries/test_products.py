@@ -1,5 +1,5 @@
 """Product analytics by hand: an order line naming only a productId is that product, in every product
-query."""
+query; only product events count a product's people; an empty name or category is none."""
 
 from __future__ import annotations
 
@@ -120,3 +120,29 @@ def test_a_line_naming_only_a_product_id_is_that_product_in_every_query(lake):
         (LOOSE, None, 1, 2),
         (pid("A"), "A", 1, 3),
     ]  # fmt: skip
+
+
+def test_only_product_events_count_a_products_people(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "v1": [{"event": "product_view", "at": "2024-05-01T09:00:00Z", "metadata": {"productItemCode": "A"}}],
+        "v2": [{"event": "page_view", "at": "2024-05-01T09:01:00Z", "metadata": {"productItemCode": "A"}}],
+    })  # fmt: skip
+    overview = product_overview(engine, DAY, product=catalog_row("A"))
+    assert (overview.views, overview.people) == (1, 1)
+
+
+def test_an_empty_name_or_category_is_none_in_the_tracking_status(lake):
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "v1": [
+            {"event": "product_view", "at": "2024-05-01T09:00:00Z",
+             "metadata": {"productItemCode": "A", "name": "", "categoryPath": ""}},
+            {"event": "product_view", "at": "2024-05-01T09:01:00Z",
+             "metadata": {"productItemCode": "A", "name": "", "productName": "Apple",
+                          "categoryPath": "Fruit"}},
+        ],
+    })  # fmt: skip
+    views = next(e for e in tracking_status(engine, DAY, catalog=CATALOG, module_enabled=None).events
+                 if e.name == "product_view")  # fmt: skip
+    assert (views.events, views.with_name, views.with_category) == (2, 1, 1)
