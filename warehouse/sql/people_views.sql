@@ -30,7 +30,8 @@ LEFT JOIN visitor_users AS l ON l.site_id = o.site_id AND l.visitor_id = o.visit
 -- Shared vocabulary of the query library, beside the views it reads.
 
 -- Seconds a product_dwell_time event reports: metadata.dwellTimeSeconds, else dwellSeconds or
--- durationSeconds, else milliseconds in dwellTimeMs or durationMs; NULL when none is a number.
+-- durationSeconds, else milliseconds in dwellTimeMs or durationMs; NULL when none is a number (or a
+-- string holding one).
 CREATE OR REPLACE MACRO dwell_seconds(metadata) AS coalesce(
     TRY_CAST(json_extract_string(metadata, '$.dwellTimeSeconds') AS DOUBLE),
     TRY_CAST(json_extract_string(metadata, '$.dwellSeconds') AS DOUBLE),
