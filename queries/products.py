@@ -1,8 +1,10 @@
 """Product analytics v2: one product's overview, dwell time and associations; top products per
 currency; tracking status; and the catalog as answered by the routes.
 
-Products are named by ``productId`` (``product_id_for(site, productItemCode)``); the lake names them by
-code, so a query binds the code of the product the caller named. Orders are the source of truth for
+Products are named by ``productId`` (``product_id_for(site, productItemCode)``). Events name them by
+code; an order line by its code, else by its productId (a line naming only the productId of a code is
+that code's product). A query for one product binds its code and its id; queries over many products
+key them by id, derived from codes in SQL (``product_id_of``). Orders are the source of truth for
 sales and money: line revenue (quantity times unit price) per currency, never converted or summed
 across currencies. People are the linked user when a visitor was ever identified, else the visitor.
 """
@@ -21,7 +23,6 @@ from ingest.event_names import EVENT_FAMILIES
 from queries import library
 from queries.money import MoneyTotal, format_amount, money_total
 from queries.ranges import LocalDays
-from warehouse.catalog.product_identity import product_id_for
 from warehouse.engine import Engine
 
 Source = Literal["purchase", "cart"]
@@ -134,9 +135,11 @@ class ProductOverview(_Camel):
 def product_overview(engine: Engine, query: ProductRange, *, product: dict[str, Any]) -> ProductOverview:
     """Views (product_view events), unique viewers, add-to-carts and the people behind them, purchases
     (sales holding the product), units and buyers; `viewToCartRate` and `conversionRate` are the shares
-    of viewers who added it to cart / bought it in the range; line revenue per currency."""
-    params = {**query.params(), "code": product["product_item_code"]}
-    counts = library.run(engine, "product_overview", params).to_pylist()[0]
+    of viewers who added it to cart / bought it in the range; line revenue per currency. Its sales are
+    the lines carrying its code and the lines without a code that name its productId."""
+    params = {**query.params(), "code": product["product_item_code"], "product_id": product["product_id"]}
+    counts = library.run(engine, "product_overview", {**params, "product_events": list(PRODUCT_EVENTS)})
+    counts = counts.to_pylist()[0]
     revenue = library.run(engine, "product_revenue", params).to_pylist()
     return ProductOverview(
         product=product_out(product),
@@ -242,7 +245,7 @@ def product_dwell(engine: Engine, query: ProductRange, *, product: dict[str, Any
 
 class Association(_Camel):
     product_id: str
-    product_item_code: str
+    product_item_code: str | None
     name: str | None
     together: int
     baskets_with_product: int
@@ -265,17 +268,17 @@ class ProductAssociations(_Camel):
 
 @dataclass(frozen=True)
 class BasketCounts:
-    """What the SQL answers: N baskets, the baskets holding the product, and per other product (code,
-    baskets holding both, baskets holding it)."""
+    """What the SQL answers: N baskets, the baskets holding the product, and per other product (its id,
+    its code or None when its lines name only the id, baskets holding both, baskets holding it)."""
 
     baskets: int
     product_baskets: int
     related_products: int
-    pairs: list[tuple[str, int, int]]
+    pairs: list[tuple[str, str | None, int, int]]
 
 
 def association_counts(
-    engine: Engine, query: ProductRange, *, code: str, source: Source, mode: Mode, limit: int
+    engine: Engine, query: ProductRange, *, product_id: str, source: Source, mode: Mode, limit: int
 ) -> BasketCounts:
     """Basket counts for one product: see ``product_associations.sql`` and ``product_baskets_*.sql``."""
     text = (
@@ -285,13 +288,13 @@ def association_counts(
     cursor = engine.cursor()
     try:
         table: pa.Table = cursor.sql(
-            text, params={**query.params(), "code": code, "limit": limit}
+            text, params={**query.params(), "product_id": product_id, "limit": limit}
         ).to_arrow_table()
     finally:
         cursor.close()
     rows = table.to_pylist()
     head = rows[0]
-    pairs = [(r["code"], r["together"], r["code_baskets"]) for r in rows if r["code"] is not None]
+    pairs = [(r["product_id"], r["code"], r["together"], r["code_baskets"]) for r in rows if r["product_id"]]
     return BasketCounts(head["baskets"], head["product_baskets"], head["related_products"], pairs)
 
 
@@ -319,16 +322,17 @@ def product_associations(
     names: dict[str, str | None],
 ) -> ProductAssociations:
     """Market-basket figures of the product against each product that shares a basket with it, most
-    frequent pairs first. ``names`` maps codes to catalog names (unknown codes have none)."""
+    frequent pairs first. ``names`` maps codes to catalog names (unknown codes have none); a product
+    whose lines name only its productId has no code in the rows."""
     counts = association_counts(
-        engine, query, code=product["product_item_code"], source=source, mode=mode, limit=limit
+        engine, query, product_id=product["product_id"], source=source, mode=mode, limit=limit
     )
     rows = []
-    for code, together, other in counts.pairs:
+    for product_id, code, together, other in counts.pairs:
         support, confidence, lift = association_rates(together, counts.product_baskets, other, counts.baskets)
         rows.append(
             Association(
-                product_id=str(product_id_for(query.site_id, code)),
+                product_id=product_id,
                 product_item_code=code,
                 name=names.get(code),
                 together=together,
@@ -354,7 +358,7 @@ def product_associations(
 class TopProduct(_Camel):
     rank: int
     product_id: str
-    product_item_code: str
+    product_item_code: str | None
     name: str | None
     currency: str
     revenue: str
@@ -390,7 +394,9 @@ def top_products(
     names: dict[str, str | None] | None = None,
     rows: list[dict[str, Any]] | None = None,
 ) -> TopProducts:
-    """Best-selling products ranked within each currency (never across); each row carries its currency."""
+    """Best-selling products ranked within each currency (never across); each row carries its currency.
+    A product whose lines name only its productId is credited to that id; its code is null unless its
+    lines or views and add-to-carts in the range carry one."""
     rows = top_sales(engine, query, sort_by=sort_by, limit=limit, currency=currency) if rows is None else rows
     names = names or {}
     currencies = sorted({r["currency"] for r in rows})
@@ -398,9 +404,9 @@ def top_products(
         range=_range_out(query), sort_by=sort_by, currencies=currencies, mixed_currency=len(currencies) > 1,
         products=[
             TopProduct(
-                rank=r["rank"], product_id=str(product_id_for(query.site_id, r["code"])), product_item_code=r["code"],
-                name=names.get(r["code"]), currency=r["currency"], revenue=format_amount(r["revenue"], r["currency"]),
-                orders=r["orders"], units=int(r["units"]), views=r["views"], add_to_carts=r["add_to_carts"],
+                rank=r["rank"], product_id=r["product_id"], product_item_code=r["code"], name=names.get(r["code"]),
+                currency=r["currency"], revenue=format_amount(r["revenue"], r["currency"]), orders=r["orders"],
+                units=int(r["units"]), views=r["views"], add_to_carts=r["add_to_carts"],
             )
             for r in rows
         ],
@@ -483,8 +489,8 @@ def _checks(
 def tracking_status(
     engine: Engine, query: ProductRange, *, catalog: CatalogCounts, module_enabled: bool | None
 ) -> TrackingStatus:
-    """Per product event name the events, products, last time and metadata coverage in the range; sales
-    whose products no product event named; the catalog's make-up; and checks with how to fix each.
+    """Per product event name the events, products, last time and metadata coverage in the range (an
+    empty name or category is none); sales whose products no product event named; the catalog's make-up; and checks with how to fix each.
     `status`: `ok` with product_view and add_to_cart, `partial` with other product events only or one
     of them, `not_tracking` with none."""
     params = {**query.params(), "product_events": list(PRODUCT_EVENTS)}

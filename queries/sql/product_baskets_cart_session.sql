@@ -1,6 +1,7 @@
 -- Baskets for source=cart, mode=session: the products added to cart in one session (a visitor's
 -- session id) in the range, whatever checkouts happened between.
-SELECT DISTINCT hash(visitor_id, session_id) AS basket, product_item_code AS code
+SELECT DISTINCT hash(visitor_id, session_id) AS basket, product_item_code AS code,
+    NULL::VARCHAR AS line_product_id
 FROM events
 WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
     AND ts >= $range_start AND ts < $range_end

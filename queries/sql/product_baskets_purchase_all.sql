@@ -1,8 +1,10 @@
 -- Baskets for source=purchase, mode=all: everything one person (the linked user, else the visitor)
 -- bought in the range, refunds apart.
-SELECT DISTINCT hash(person_id) AS basket, code
+SELECT DISTINCT hash(person_id) AS basket, code,
+    CASE WHEN code IS NULL THEN line_product_id END AS line_product_id
 FROM (
-    SELECT person_id, coalesce(nullif(item.product_item_code, ''), item.product_id) AS code, item.quantity
+    SELECT person_id, nullif(item.product_item_code, '') AS code, item.product_id AS line_product_id,
+        item.quantity
     FROM (
         SELECT person_id, unnest(items) AS item
         FROM orders_people
@@ -10,4 +12,4 @@ FROM (
             AND ts >= $range_start AND ts < $range_end AND NOT is_refund
     )
 )
-WHERE quantity > 0 AND nullif(code, '') IS NOT NULL
+WHERE quantity > 0 AND coalesce(code, line_product_id) IS NOT NULL

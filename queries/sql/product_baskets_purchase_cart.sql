@@ -1,8 +1,10 @@
 -- Baskets for source=purchase, mode=cart: every sale in the range (refunds apart) is a basket of the
 -- products on its lines (quantity above 0); a line without productItemCode is named by its productId.
-SELECT DISTINCT hash(order_id) AS basket, code
+SELECT DISTINCT hash(order_id) AS basket, code,
+    CASE WHEN code IS NULL THEN line_product_id END AS line_product_id
 FROM (
-    SELECT order_id, coalesce(nullif(item.product_item_code, ''), item.product_id) AS code, item.quantity
+    SELECT order_id, nullif(item.product_item_code, '') AS code, item.product_id AS line_product_id,
+        item.quantity
     FROM (
         SELECT order_id, unnest(items) AS item
         FROM orders
@@ -10,4 +12,4 @@ FROM (
             AND ts >= $range_start AND ts < $range_end AND NOT is_refund
     )
 )
-WHERE quantity > 0 AND nullif(code, '') IS NOT NULL
+WHERE quantity > 0 AND coalesce(code, line_product_id) IS NOT NULL

@@ -1,9 +1,10 @@
 -- Baskets for source=purchase, mode=session: the products bought in the sales of one session (a
 -- visitor's session id) in the range, refunds apart.
-SELECT DISTINCT hash(visitor_id, session_id) AS basket, code
+SELECT DISTINCT hash(visitor_id, session_id) AS basket, code,
+    CASE WHEN code IS NULL THEN line_product_id END AS line_product_id
 FROM (
-    SELECT visitor_id, session_id, coalesce(nullif(item.product_item_code, ''), item.product_id) AS code,
-        item.quantity
+    SELECT visitor_id, session_id, nullif(item.product_item_code, '') AS code,
+        item.product_id AS line_product_id, item.quantity
     FROM (
         SELECT visitor_id, session_id, unnest(items) AS item
         FROM orders
@@ -11,4 +12,4 @@ FROM (
             AND ts >= $range_start AND ts < $range_end AND NOT is_refund
     )
 )
-WHERE quantity > 0 AND nullif(code, '') IS NOT NULL
+WHERE quantity > 0 AND coalesce(code, line_product_id) IS NOT NULL

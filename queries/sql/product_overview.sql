@@ -1,11 +1,15 @@
--- One product ($code) in the range: views, add-to-carts and sales, with the people behind each (the
--- linked user, else the visitor). Sales are order lines of the product (refunds apart); the number of
--- purchases is the number of sales holding it. Counts only.
+-- One product ($product_id, whose code is $code) in the range: views, add-to-carts and sales, with the
+-- people behind each (the linked user, else the visitor). Its events are the product events
+-- ($product_events) naming its code: another event carrying the code (a page_view, say) counts for
+-- nothing. Sales are order lines of the product (refunds apart): lines carrying its code, and lines
+-- without a code that name its productId; the number of purchases is the number of sales holding it.
+-- Counts only.
 WITH product_events AS (
     SELECT name, person_id
     FROM events_people
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end AND product_item_code = $code
+        AND list_contains($product_events, name)
 ),
 lines AS (
     SELECT person_id, order_id, item.quantity AS quantity
@@ -15,7 +19,8 @@ lines AS (
         WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
             AND ts >= $range_start AND ts < $range_end AND NOT is_refund
     )
-    WHERE coalesce(nullif(item.product_item_code, ''), item.product_id) = $code
+    WHERE CASE WHEN nullif(item.product_item_code, '') IS NULL THEN item.product_id = $product_id
+        ELSE item.product_item_code = $code END
 ),
 viewers AS (SELECT DISTINCT person_id FROM product_events WHERE name = 'product_view'),
 carters AS (SELECT DISTINCT person_id FROM product_events WHERE name = 'add_to_cart'),

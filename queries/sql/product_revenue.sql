@@ -1,5 +1,6 @@
--- Sales of one product ($code) per currency in the range (refunds apart): line revenue (quantity times
--- unit price, before order-level discounts), sales holding it, units. Never summed across currencies.
+-- Sales of one product ($product_id, whose code is $code) per currency in the range (refunds apart):
+-- line revenue (quantity times unit price, before order-level discounts), sales holding it, units. Its
+-- lines carry its code, or no code and its productId. Never summed across currencies.
 WITH lines AS (
     SELECT order_id, currency, item.quantity AS quantity, item.price AS price
     FROM (
@@ -8,7 +9,8 @@ WITH lines AS (
         WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
             AND ts >= $range_start AND ts < $range_end AND NOT is_refund
     )
-    WHERE coalesce(nullif(item.product_item_code, ''), item.product_id) = $code
+    WHERE CASE WHEN nullif(item.product_item_code, '') IS NULL THEN item.product_id = $product_id
+        ELSE item.product_item_code = $code END
 )
 SELECT currency, sum(quantity * price) AS revenue, count(DISTINCT order_id) AS orders, sum(quantity) AS units
 FROM lines

@@ -469,3 +469,32 @@ def test_order_line_codes_are_trimmed_like_event_codes(app, owner):
         (p["productItemCode"], p["productId"], p["units"], p["views"]) for p in top.json()["products"]
     ] == [("123", pid(site, "123"), 3, 1)]
     assert owner.get(f"/analytics/product/{site['id']}/catalog").status_code == 200
+
+
+def test_a_line_naming_only_a_product_id_is_that_product_over_http(app, owner):
+    site = owner.make_site(timezone="UTC")
+    loose = "0a0b0c0d-0000-4000-8000-0000000000ff"  # a productId no code derives to
+    view = {"siteId": site["id"], "events": [event("product_view", "a", "sa", "09:00:00", "A", name="Apple")]}
+    assert owner.post("/analytics/track/batch", json=view).json()["rejected"] == []
+    body = order("o1", "b", "sb", "09:05:00", "EUR", [("A", 1, "10.00")])
+    body["items"] += [{"productId": pid(site, "A"), "quantity": 2, "price": "10.00"},
+                      {"productId": loose, "quantity": 1, "price": "3.00"}]  # fmt: skip
+    assert owner.post("/analytics/track/order", json={"siteId": site["id"], **body}).status_code == 201
+    app.state.ingest.flush()
+    base = f"/analytics/product/{site['id']}"
+    top = owner.get(f"{base}/top", params=DAY)
+    assert top.status_code == 200, top.text
+    rows = top.json()["products"]
+    assert [(p["productItemCode"], p["productId"], p["name"], p["units"], p["revenue"]) for p in rows] == [
+        ("A", pid(site, "A"), "Apple", 3, "30.00"),
+        (None, loose, None, 1, "3.00"),
+    ]  # fmt: skip
+    overview = owner.get(f"{base}/overview", params={**DAY, "productId": pid(site, "A")}).json()
+    assert (overview["purchases"], overview["unitsSold"], overview["revenue"]["amount"]) == (1, 3, "30.00")
+    related = owner.get(
+        f"{base}/associations", params={**DAY, "productId": pid(site, "A"), "source": "purchase"}
+    )
+    assert related.status_code == 200, related.text
+    assert [(a["productItemCode"], a["productId"], a["name"]) for a in related.json()["associations"]] == [
+        (None, loose, None)
+    ]

@@ -30,7 +30,8 @@ LEFT JOIN visitor_users AS l ON l.site_id = o.site_id AND l.visitor_id = o.visit
 -- Shared vocabulary of the query library, beside the views it reads.
 
 -- Seconds a product_dwell_time event reports: metadata.dwellTimeSeconds, else dwellSeconds or
--- durationSeconds, else milliseconds in dwellTimeMs or durationMs; NULL when none is a number.
+-- durationSeconds, else milliseconds in dwellTimeMs or durationMs; NULL when none is a number (or a
+-- string holding one).
 CREATE OR REPLACE MACRO dwell_seconds(metadata) AS coalesce(
     TRY_CAST(json_extract_string(metadata, '$.dwellTimeSeconds') AS DOUBLE),
     TRY_CAST(json_extract_string(metadata, '$.dwellSeconds') AS DOUBLE),
@@ -60,3 +61,17 @@ CREATE OR REPLACE MACRO names_a_sale(site, metadata) AS is_a_sale(site, json_ext
 CREATE OR REPLACE MACRO text_at(metadata, path) AS CASE
     WHEN json_type(metadata, path) IN ('VARCHAR', 'BIGINT', 'UBIGINT', 'DOUBLE') THEN json_extract_string(metadata, path)
 END;
+
+-- A name-based uuid's text from the SHA-1 (hex) of its namespace and name (RFC 9562, UUIDv5): the
+-- first 16 bytes, the version nibble set to 5 and the variant bits to 10.
+CREATE OR REPLACE MACRO uuid5_of_sha1(digest) AS
+    substr(digest, 1, 8) || '-' || substr(digest, 9, 4) || '-5' || substr(digest, 14, 3) || '-'
+    || substr('89ab89ab89ab89ab', strpos('0123456789abcdef', substr(digest, 17, 1)), 1)
+    || substr(digest, 18, 3) || '-' || substr(digest, 21, 12);
+
+-- The productId of a productItemCode on a site, as `product_id_for` (warehouse/catalog/product_identity.py)
+-- derives it: uuid5 of '<site uuid>:<code>' in Aisle's product namespace (codes in the lake are trimmed
+-- already). One SHA-1 per call: queries apply it to distinct codes, not to every row.
+CREATE OR REPLACE MACRO product_id_of(site, code) AS uuid5_of_sha1(
+    sha1(unhex('143e6f05ce8a571a8d258db674b40140') || encode(site::UUID::VARCHAR || ':' || code))
+);
