@@ -12,10 +12,12 @@ from api.auth.permissions import ANALYTICS_VIEW
 from api.deps import CurrentUser, StoreDep, load_owned_site
 from api.errors import BadRequest, Forbidden
 from api.schemas import EARLIEST_REPORT_DATE, LATEST_REPORT_DATE
+from ingest.schemas import SiteIdText
 
 
-def analytics_site(store: StoreDep, principal: CurrentUser, siteId: str) -> dict[str, Any]:
-    """The site of the path, for a caller with `analytics:view` in the organisation that owns it."""
+def analytics_site(store: StoreDep, principal: CurrentUser, siteId: SiteIdText) -> dict[str, Any]:
+    """The site of the path (or of the query string, on routes without one in the path), for a caller
+    with `analytics:view` in the organisation that owns it."""
     site = load_owned_site(store, principal, siteId)
     if not principal.can(ANALYTICS_VIEW):
         raise Forbidden("Your role lacks the permission 'analytics:view'", code="PERMISSION_DENIED")

@@ -552,8 +552,12 @@ def test_openapi_lists_the_event_names_currencies_categories_and_site_ids_routes
         "/analytics/overview",
         "/analytics/search/top-queries",
         "/analytics/events/{eventId}/attribution",
+        "/analytics/revenue/overview",
+        "/analytics/funnels/{siteId}",
+        "/sites/{siteId}/public-api-keys",
     ):
         assert _parameter(spec, path, "siteId")["format"] == "uuid", path
+    assert _parameter(spec, "/sites/{id}", "id")["format"] == "uuid"
     for model in ("TrackOrderIn", "TrackEventBatch", "FunnelDefinitionCreate", "SavedQueryCreate"):
         assert schemas[model]["properties"]["siteId"]["format"] == "uuid", model
     site_ids = _parameter(spec, "/analytics/consent/compare", "siteIds")["pattern"]
