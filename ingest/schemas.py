@@ -323,7 +323,12 @@ class OrderIn(_Wire):
     refund_of: Annotated[str | None, AfterValidator(_trimmed)] = Field(
         default=None, max_length=MAX_ID_LENGTH, description="The refunded orderId; only with isRefund true."
     )
-    items: list[OrderItemIn] = Field(min_length=1, max_length=MAX_ORDER_ITEMS)
+    items: list[OrderItemIn] = Field(
+        min_length=1,
+        max_length=MAX_ORDER_ITEMS,
+        description="Each item names its product by a productItemCode or a productId that is not blank; an "
+        "item with neither is refused (400 `INVALID_ORDER`).",
+    )
     consent: Consent | None = None
 
 
