@@ -326,8 +326,8 @@ class OrderIn(_Wire):
     items: list[OrderItemIn] = Field(
         min_length=1,
         max_length=MAX_ORDER_ITEMS,
-        description="Each item names its product by a productItemCode or a productId that is not blank; an "
-        "item with neither is refused (400 `INVALID_ORDER`).",
+        description="Each item names its product by a productItemCode or a productId (not blank); an item "
+        "with neither is refused (400 `INVALID_ORDER`).",
     )
     consent: Consent | None = None
 
