@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
+from functools import partial
 
 import redis
 from fastapi import Depends, FastAPI
@@ -27,6 +28,7 @@ from api.analytics.revenue import router as revenue_router
 from api.analytics.search import router as search_router
 from api.analytics.site_events import router as site_events_router
 from api.analytics.sql import router as sql_router
+from api.analytics.sql_schemas import document_timeout_limit
 from api.auth.routes import router as auth_router
 from api.body_limit import BodyLimit
 from api.errors import ERROR_RESPONSE_SCHEMA, install_error_handlers
@@ -161,7 +163,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         categories_router, products_router, search_router, correlations_router,
     ):  # fmt: skip
         app.include_router(router, prefix=API_PREFIX)
-    openapi_bodies.install(app, error_response=ERROR_RESPONSE_SCHEMA)
+    openapi_bodies.install(
+        app,
+        error_response=ERROR_RESPONSE_SCHEMA,
+        settings_limits=[partial(document_timeout_limit, max_timeout_ms=settings.sql_max_timeout_ms)],
+    )
 
     @app.get("/metrics", include_in_schema=False)
     def prometheus_metrics() -> Response:

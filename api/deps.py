@@ -14,6 +14,7 @@ from aisle.settings import Settings
 from api.auth import mfa, tokens
 from api.auth.permissions import SITES_READ, SITES_WRITE, permissions_for
 from api.errors import BadRequest, Forbidden, Unauthorized
+from api.schemas import SITE_ID_FORMAT
 from api.throttle import GuessThrottle
 from jobs.mail import Outbox
 from warehouse.catalog import refresh_tokens, sites, users
@@ -168,7 +169,11 @@ def load_owned_site(store: Engine, principal: Principal, site_id: str) -> dict[s
 
 
 def _site_reader(permission: str, param: str):
-    def _load(store: StoreDep, principal: CurrentUser, site_id: str = Path(alias=param)) -> dict[str, Any]:
+    def _load(
+        store: StoreDep,
+        principal: CurrentUser,
+        site_id: str = Path(alias=param, json_schema_extra=SITE_ID_FORMAT),
+    ) -> dict[str, Any]:
         site = load_owned_site(store, principal, site_id)
         if not principal.can(permission):
             raise Forbidden(f"Your role lacks the permission '{permission}'", code="PERMISSION_DENIED")

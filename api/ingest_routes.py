@@ -34,6 +34,7 @@ from ingest.schemas import (
     MetricsBatchIn,
     OrderIn,
     OrderResult,
+    SiteIdText,
     TrackBatchIn,
     TrackEventBatch,
     TrackNestedDoc,
@@ -330,7 +331,7 @@ async def _owned_site_and_body(
 
 
 class TrackOneDoc(EventIn):
-    site_id: str
+    site_id: SiteIdText
 
 
 @private.post(

@@ -4,6 +4,7 @@ key of the public routes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI
@@ -65,8 +66,14 @@ def _document_site_api_key(schema: dict[str, Any]) -> None:
                 operation["security"] = [{}, {"siteApiKey": []}]
 
 
-def install(app: FastAPI, *, error_response: dict[str, Any]) -> None:
-    """Add the raw-read bodies to the schema and document validation errors as they are answered."""
+def install(
+    app: FastAPI,
+    *,
+    error_response: dict[str, Any],
+    settings_limits: Sequence[Callable[[dict[str, Any]], None]] = (),
+) -> None:
+    """Add the raw-read bodies to the schema and document validation errors as they are answered;
+    ``settings_limits`` write the limits this app's settings set (a maximum no model can know)."""
     original = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -92,6 +99,8 @@ def install(app: FastAPI, *, error_response: dict[str, Any]) -> None:
         components.pop("ValidationError", None)
         _document_body_answers(schema, error_response)
         _document_site_api_key(schema)
+        for document in settings_limits:
+            document(schema)
         return schema
 
     app.openapi = openapi

@@ -31,6 +31,14 @@ class _Strict(BaseModel):
 class ConsentDecision(_Strict):
     """Each category granted (true), refused (false) or not stated by this record (absent or null)."""
 
+    # parse_consent refuses a record stating none (400 `CONSENT_CATEGORIES_EMPTY`): the schema says one
+    # category at least is a boolean.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [{"required": [name], "properties": {name: {"type": "boolean"}}} for name in CATEGORIES]
+        }
+    )
+
     necessary: StrictBool | None = None
     analytics: StrictBool | None = None
     marketing: StrictBool | None = None

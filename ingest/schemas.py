@@ -17,6 +17,7 @@ from pydantic import (
     StrictBool,
     StrictFloat,
     StrictInt,
+    WithJsonSchema,
     model_validator,
     with_config,
 )
@@ -32,6 +33,10 @@ MAX_NAME_LENGTH = 64
 MAX_URL_LENGTH = 2048
 MAX_ORDER_ITEMS = 2000
 MAX_CATEGORY_PATH_LENGTH = 500
+
+# A site id in a body: the routes answer 400 `INVALID_SITE_ID` for text that is no uuid
+# (api.deps.canonical_site_id), so the schema says uuid; only the schema, validation stays there.
+SiteIdText = Annotated[str, WithJsonSchema({"type": "string", "format": "uuid"})]
 
 
 # A decimal as JSON and most languages write one. Python's Decimal also reads other scripts' digits
@@ -239,7 +244,7 @@ class EventBatchIn(_Wire):
 
 
 class TrackBatchIn(EventBatchIn):
-    site_id: str = Field(description="The site (uuid) the events belong to.")
+    site_id: SiteIdText = Field(description="The site (uuid) the events belong to.")
 
 
 @with_config(_WIRE_DICT)
@@ -253,14 +258,14 @@ class EventBatch(TypedDict):
 
 
 class TrackEventBatch(EventBatch):
-    site_id: str
+    site_id: SiteIdText
 
 
 @with_config(_WIRE_DICT)
 class TrackNestedDoc(TypedDict):
     """One private event in its nested form."""
 
-    site_id: str
+    site_id: SiteIdText
     event: EventIn
 
 
@@ -336,12 +341,17 @@ class OrderIn(_Wire):
     refund_of: Annotated[str | None, AfterValidator(_trimmed)] = Field(
         default=None, max_length=MAX_ID_LENGTH, description="The refunded orderId; only with isRefund true."
     )
-    items: list[OrderItemIn] = Field(min_length=1, max_length=MAX_ORDER_ITEMS)
+    items: list[OrderItemIn] = Field(
+        min_length=1,
+        max_length=MAX_ORDER_ITEMS,
+        description="Each item names its product by a productItemCode or a productId (not blank); an item "
+        "with neither is refused (400 `INVALID_ORDER`).",
+    )
     consent: Consent | None = None
 
 
 class TrackOrderIn(OrderIn):
-    site_id: str
+    site_id: SiteIdText
 
 
 class MetricIn(_Wire):

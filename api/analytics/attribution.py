@@ -10,6 +10,7 @@ from api.analytics.revenue import MONEY, TOUCHPOINTS, LookbackDays
 from api.auth.permissions import ANALYTICS_VIEW
 from api.deps import Principal, StoreDep, load_owned_site, require
 from api.errors import BadRequest, NotFound
+from api.schemas import SITE_ID_FORMAT
 from queries.attribution import DEFAULT_LOOKBACK_DAYS, AmbiguousEventId, EventAttribution, event_attribution
 from warehouse.catalog import sites
 
@@ -34,6 +35,7 @@ def attribution(
         Query(
             alias="siteId",
             description="The site of the event (uuid); omitted: every site of the organisation.",
+            json_schema_extra=SITE_ID_FORMAT,
         ),
     ] = None,
     lookback_days: LookbackDays = DEFAULT_LOOKBACK_DAYS,

@@ -10,6 +10,7 @@ from fastapi.routing import APIRoute
 from api.analytics.scope import AnalyticsSite
 from api.errors import BadRequest
 from queries.categories import (
+    NAMED_PATH_PATTERN,
     CategoryConversion,
     CategoryFilters,
     CategoryList,
@@ -53,7 +54,13 @@ def category_query(
     site: AnalyticsSite,
     category_path: Annotated[
         str | None,
-        Query(alias="categoryPath", max_length=500, description="A category and its subcategories."),
+        Query(
+            alias="categoryPath",
+            max_length=500,
+            description="A category and its subcategories; it must name one (not only `>` and blanks: "
+            "400 `CATEGORY_PATH_INVALID`).",
+            json_schema_extra={"pattern": NAMED_PATH_PATTERN},
+        ),
     ] = None,
     days: Annotated[int, Query(ge=1, le=365, description="The last N days (site time zone).")] = 30,
 ) -> CategoryQuery:

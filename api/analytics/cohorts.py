@@ -14,9 +14,9 @@ import orjson
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
-from api.analytics.scope import AnalyticsSite, check_range_length, check_report_dates
+from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite, check_range_length, check_report_dates
 from api.errors import BadRequest
-from api.schemas import IsoDate
+from api.schemas import EVENT_NAME_ENUM, IsoDate
 from ingest.event_names import CANONICAL_EVENT_NAMES
 from queries.cohort import CohortQuery, CohortType, Interval, RetentionMode, cohort_report
 from warehouse.lake import EVENTS, ORDERS, Lake
@@ -33,14 +33,24 @@ def cohort_filters(
     ],
     interval: Annotated[Interval, Query(alias="intervalType", description="day, week (Monday) or month.")],
     start_date: Annotated[
-        IsoDate, Query(alias="startDate", description="ISO date, inclusive, site time zone.")
+        IsoDate,
+        Query(
+            alias="startDate",
+            description=f"ISO date, inclusive, site time zone; not after `endDate` (400 `DATE_RANGE_INVALID`) "
+            f"and at most {MAX_RANGE_DAYS} days before it (400 `DATE_RANGE_TOO_LONG`).",
+        ),
     ],
     end_date: Annotated[IsoDate, Query(alias="endDate", description="ISO date, inclusive.")],
     period_count: Annotated[
         int, Query(alias="periodCount", ge=1, le=24, description="Columns P0..P{periodCount}.")
     ],
     return_event: Annotated[
-        str | None, Query(alias="returnEvent", description="What counts as coming back (default: any event).")
+        str | None,
+        Query(
+            alias="returnEvent",
+            description="What counts as coming back (default: any event): a canonical event name.",
+            json_schema_extra=EVENT_NAME_ENUM,
+        ),
     ] = None,
     retention_mode: Annotated[
         RetentionMode,

@@ -12,13 +12,13 @@ import orjson
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 from fastapi.routing import APIRoute
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from api.analytics.scope import AnalyticsSite, date_range
 from api.auth.permissions import ANALYTICS_VIEW
 from api.deps import Principal, StoreDep, canonical_site_id, load_owned_site, require
 from api.errors import BadRequest
-from api.schemas import CamelModel, IsoDate, StrictCamelModel
+from api.schemas import UUID_PATTERN, CamelModel, IsoDate, StrictCamelModel
 from api.sites.service import tracking_config
 from ingest.consent import CATEGORIES
 from queries.consent import (
@@ -219,7 +219,10 @@ class SimulateIn(StrictCamelModel):
         "every category, so an event needs all four granted and `requiredCategories` is ignored. Default: "
         "the site's cookieConsent `granular`, else true.",
     )
-    required_categories: list[str] | None = Field(
+    # Checked in the route (400 `UNKNOWN_CONSENT_CATEGORY`), listed in the schema.
+    required_categories: (
+        list[Annotated[str, WithJsonSchema({"type": "string", "enum": list(CATEGORIES)})]] | None
+    ) = Field(
         default=None,
         max_length=4,
         description="Categories an event needs granted (granular only): a subset of necessary, analytics, "
@@ -314,7 +317,9 @@ def compare(
     site_ids: Annotated[
         str | None,
         Query(
-            alias="siteIds", description="Comma-separated site ids; omitted: every site of the organisation."
+            alias="siteIds",
+            description="Comma-separated site ids (uuids); omitted: every site of the organisation.",
+            json_schema_extra={"pattern": f"^{UUID_PATTERN}(,{UUID_PATTERN}){{0,{MAX_COMPARED_SITES - 1}}}$"},
         ),
     ] = None,
     start_date: Annotated[IsoDate | None, Query(alias="startDate")] = None,

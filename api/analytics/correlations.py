@@ -28,7 +28,11 @@ def get_correlations(
     limit: Annotated[int, Query(ge=1, le=100, description="Rows in each of `positive` and `negative`.")] = 10,
     start_date: Annotated[
         IsoDateTime | None,
-        Query(alias="startDate", description="ISO timestamp, inclusive (UTC when it has no offset)."),
+        Query(
+            alias="startDate",
+            description="ISO timestamp, inclusive (UTC when it has no offset); before `endDate` (400 "
+            "`DATE_RANGE_INVALID`).",
+        ),
     ] = None,
     end_date: Annotated[
         IsoDateTime | None,

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
-from api.analytics.funnels import MAX_STEPS, MAX_WINDOW_SECONDS
-from api.schemas import CamelModel, StrictCamelModel
+from api.analytics.funnels import MAX_STEPS, MAX_WINDOW_SECONDS, STEPS_SCHEMA
+from api.schemas import CamelModel, StrictCamelModel, leave_out_unset
+from ingest.schemas import SiteIdText
 from queries.funnel import DEFAULT_WINDOW_SECONDS, FunnelReport, Order
 
 STEPS_DESCRIPTION = (
@@ -22,10 +25,10 @@ ORDER_DESCRIPTION = (
 
 
 class FunnelDefinitionCreate(StrictCamelModel):
-    site_id: str = Field(description="The site the funnel belongs to; it must be your organisation's.")
+    site_id: SiteIdText = Field(description="The site the funnel belongs to; it must be your organisation's.")
     name: str = Field(min_length=1, max_length=200)
     description: str | None = Field(default=None, max_length=2000)
-    steps: list[str] = Field(description=STEPS_DESCRIPTION)
+    steps: list[str] = Field(description=STEPS_DESCRIPTION, json_schema_extra=STEPS_SCHEMA)
     window_seconds: int = Field(
         default=DEFAULT_WINDOW_SECONDS, ge=1, le=MAX_WINDOW_SECONDS, description=WINDOW_DESCRIPTION
     )
@@ -35,13 +38,19 @@ class FunnelDefinitionCreate(StrictCamelModel):
 class FunnelDefinitionUpdate(StrictCamelModel):
     """Partial update: fields left out keep their value; `description: null` clears the description."""
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    model_config = ConfigDict(json_schema_extra=leave_out_unset)
+
+    # `X | SkipJsonSchema[None]`: null is read (to answer that it cannot be null) but never documented.
+    # Bounds go on X itself: on the union pydantic writes them under the wrong names in the schema.
+    name: Annotated[str, Field(min_length=1, max_length=200)] | SkipJsonSchema[None] = None
     description: str | None = Field(default=None, max_length=2000)
-    steps: list[str] | None = Field(default=None, description=STEPS_DESCRIPTION)
-    window_seconds: int | None = Field(
-        default=None, ge=1, le=MAX_WINDOW_SECONDS, description=WINDOW_DESCRIPTION
+    steps: list[str] | SkipJsonSchema[None] = Field(
+        default=None, description=STEPS_DESCRIPTION, json_schema_extra=STEPS_SCHEMA
     )
-    order: Order | None = Field(default=None, description=ORDER_DESCRIPTION)
+    window_seconds: Annotated[int, Field(ge=1, le=MAX_WINDOW_SECONDS)] | SkipJsonSchema[None] = Field(
+        default=None, description=WINDOW_DESCRIPTION
+    )
+    order: Order | SkipJsonSchema[None] = Field(default=None, description=ORDER_DESCRIPTION)
 
     @model_validator(mode="after")
     def _required_fields_are_not_null(self) -> FunnelDefinitionUpdate:

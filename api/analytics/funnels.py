@@ -14,7 +14,7 @@ from fastapi.responses import StreamingResponse
 
 from api.analytics.scope import AnalyticsSite, date_range
 from api.errors import BadRequest
-from api.schemas import IsoDate
+from api.schemas import EVENT_NAME_ENUM, IsoDate
 from ingest.event_names import CANONICAL_EVENT_NAMES
 from queries.funnel import DEFAULT_WINDOW_SECONDS, FunnelQuery, FunnelReport, Order, funnel, people_at_step
 
@@ -22,6 +22,15 @@ router = APIRouter(prefix="/analytics", tags=["analytics"])
 
 MAX_STEPS = 20
 MAX_WINDOW_SECONDS = 365 * 24 * 3600
+# What parse_steps accepts, as the schema says it: 2 to MAX_STEPS canonical names (a list in a body;
+# comma-separated in a query string, where this is stricter only in refusing blanks around a name).
+_NAME = "(" + "|".join(sorted(CANONICAL_EVENT_NAMES)) + ")"
+STEPS_PATTERN = f"^{_NAME}(,{_NAME}){{1,{MAX_STEPS - 1}}}$"
+STEPS_SCHEMA: dict[str, Any] = {
+    "minItems": 2,
+    "maxItems": MAX_STEPS,
+    "items": {"type": "string", **EVENT_NAME_ENUM},
+}
 
 
 def parse_steps(steps: str | Sequence[str]) -> tuple[str, ...]:
@@ -58,7 +67,8 @@ def funnel_filters(
         str,
         Query(
             description=f"Comma-separated canonical event names, in order; repeats allowed; 2 to {MAX_STEPS} "
-            "steps, none empty (`a,,b` answers 400 `FUNNEL_STEP_EMPTY`)."
+            "steps, none empty (`a,,b` answers 400 `FUNNEL_STEP_EMPTY`).",
+            json_schema_extra={"pattern": STEPS_PATTERN},
         ),
     ],
     start_date: Annotated[
@@ -197,7 +207,14 @@ def export_funnel(request: Request, query: FunnelFilters, format: ExportFormat) 
 def export_funnel_step(
     request: Request,
     query: FunnelFilters,
-    event_name: Annotated[str, Path(alias="eventName", description="One of the funnel's steps.")],
+    event_name: Annotated[
+        str,
+        Path(
+            alias="eventName",
+            description="One of the funnel's steps (another name: 400 `STEP_NOT_IN_FUNNEL`).",
+            json_schema_extra=EVENT_NAME_ENUM,
+        ),
+    ],
     format: ExportFormat,
     step_index: Annotated[
         int | None,

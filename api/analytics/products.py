@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite, check_range_length, date_range
 from api.deps import CurrentUser, StoreDep, WritableSiteById
 from api.errors import BadRequest, NotFound, PayloadTooLarge
-from api.schemas import IsoDate
+from api.schemas import CURRENCY_ENUM, IsoDate
 from ingest.currency import normalise_currency
 from ingest.product_feed import FORMATS, FeedUnreadable, detect_format, import_feed
 from queries.product_catalog import sync_seen_products
@@ -98,7 +98,12 @@ def product_range(
         ),
     ] = None,
     start_date: Annotated[
-        IsoDate | None, Query(alias="startDate", description="First day (site time zone); wins over `days`.")
+        IsoDate | None,
+        Query(
+            alias="startDate",
+            description=f"First day (site time zone); wins over `days`. At most {MAX_RANGE_DAYS} days before "
+            "`endDate` (400 `DATE_RANGE_TOO_LONG`).",
+        ),
     ] = None,
     end_date: Annotated[
         IsoDate | None, Query(alias="endDate", description="Last day, inclusive; wins over `days`.")
@@ -224,6 +229,9 @@ class FeedImportOut(_Camel):
     rejections: list[FeedRejection]
 
 
+# A feed of only blanks is 400 `FEED_EMPTY`: the text needs one character bytes.strip() keeps.
+FEED_TEXT = {"type": "string", "pattern": r"[^ \t\n\r\v\f]"}
+
 FEED_DESCRIPTION = (
     'The feed: CSV with a header row (`text/csv`), a JSON array of products or `{"products": [...]}` '
     "(`application/json`), or JSON lines (`application/x-ndjson`); UTF-8."
@@ -239,9 +247,9 @@ FEED_DESCRIPTION = (
             "required": True,
             "description": FEED_DESCRIPTION,
             "content": {
-                "text/csv": {"schema": {"type": "string"}},
+                "text/csv": {"schema": FEED_TEXT},
                 "application/json": {"schema": {"type": "array", "items": {"type": "object"}}},
-                "application/x-ndjson": {"schema": {"type": "string"}},
+                "application/x-ndjson": {"schema": FEED_TEXT},
             },
         }
     },
@@ -455,7 +463,13 @@ def top(
     ] = "revenue",
     limit: Annotated[int, Query(ge=1, le=100, description="Products per currency.")] = 10,
     currency: Annotated[
-        str | None, Query(description="Only sales in this currency (ISO-4217).", min_length=3, max_length=3)
+        str | None,
+        Query(
+            description="Only sales in this currency (ISO-4217; lowercase is read as uppercase).",
+            min_length=3,
+            max_length=3,
+            json_schema_extra=CURRENCY_ENUM,
+        ),
     ] = None,
 ) -> TopProducts:
     """Best-selling products in the range (replaces v1's top-revenue). Products are ranked **within each

@@ -77,7 +77,15 @@ def report_range(
         IsoDate | None, Query(alias="startDate", description="First day (site time zone).")
     ] = None,
     end_date: Annotated[IsoDate | None, Query(alias="endDate", description="Last day, inclusive.")] = None,
-    days: Annotated[int | None, Query(ge=1, le=365, description="The last N days, today included.")] = None,
+    days: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            le=365,
+            description="The last N days, today included; not with `startDate`/`endDate` (400 "
+            "`RANGE_PARAMETERS_CONFLICT`).",
+        ),
+    ] = None,
 ) -> ReportRange:
     if days is not None:
         if start_date or end_date:

@@ -11,10 +11,13 @@ from fastapi import Depends, Query
 from api.auth.permissions import ANALYTICS_VIEW
 from api.deps import CurrentUser, StoreDep, load_owned_site
 from api.errors import BadRequest, Forbidden
+from api.schemas import EARLIEST_REPORT_DATE, LATEST_REPORT_DATE
+from ingest.schemas import SiteIdText
 
 
-def analytics_site(store: StoreDep, principal: CurrentUser, siteId: str) -> dict[str, Any]:
-    """The site of the path, for a caller with `analytics:view` in the organisation that owns it."""
+def analytics_site(store: StoreDep, principal: CurrentUser, siteId: SiteIdText) -> dict[str, Any]:
+    """The site of the path (or of the query string, on routes without one in the path), for a caller
+    with `analytics:view` in the organisation that owns it."""
     site = load_owned_site(store, principal, siteId)
     if not principal.can(ANALYTICS_VIEW):
         raise Forbidden("Your role lacks the permission 'analytics:view'", code="PERMISSION_DENIED")
@@ -24,10 +27,9 @@ def analytics_site(store: StoreDep, principal: CurrentUser, siteId: str) -> dict
 AnalyticsSite = Annotated[dict[str, Any], Depends(analytics_site)]
 
 
-# Dates a report may name: the lake holds nothing older (events before 2000 are refused on ingest), and
-# the bounds keep every computed instant (a day's end, a local midnight) inside what datetime can hold.
-EARLIEST_DATE = date(1970, 1, 1)
-LATEST_DATE = date(9000, 12, 31)
+# Dates a report may name (api.schemas.IsoDate states them in the schema).
+EARLIEST_DATE = EARLIEST_REPORT_DATE
+LATEST_DATE = LATEST_REPORT_DATE
 
 
 def check_report_dates(*days: date | None) -> None:

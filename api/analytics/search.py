@@ -11,6 +11,7 @@ from fastapi.routing import APIRoute
 
 from api.auth.permissions import ANALYTICS_VIEW
 from api.deps import Principal, StoreDep, load_owned_site, require
+from api.schemas import SITE_ID_FORMAT
 from queries.overview import Scope
 from queries.search_analytics import (
     TopProducts,
@@ -48,7 +49,11 @@ Days = Annotated[int, Query(ge=1, le=365, description="The last N UTC days, toda
 Limit = Annotated[int, Query(ge=1, le=500, description="Rows to return.")]
 SiteFilter = Annotated[
     str | None,
-    Query(alias="siteId", description="One site (uuid); omitted means every site of the organisation."),
+    Query(
+        alias="siteId",
+        description="One site (uuid); omitted means every site of the organisation.",
+        json_schema_extra=SITE_ID_FORMAT,
+    ),
 ]
 Analyst = Annotated[Principal, require(ANALYTICS_VIEW)]
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request
 
 from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite, Offset, check_range_length, date_range
 from api.errors import BadRequest
-from api.schemas import IsoDate
+from api.schemas import EVENT_NAME_ENUM, IsoDate
 from ingest.event_names import CANONICAL_EVENT_NAMES
 from queries.overview import Scope, event_breakdown, overview
 from queries.site_events import Bucket, events_page, site_metrics, timeseries
@@ -19,6 +19,9 @@ router = APIRouter(prefix="/analytics/sites/{siteId}", tags=["analytics"])
 Days = Annotated[int, Query(ge=1, le=365, description="The last N UTC days, today included.")]
 Limit = Annotated[int, Query(ge=1, le=500)]
 DATA_LAYER_SOURCE = "dataLayer"
+EventName = Annotated[
+    str | None, Query(description="Only events of this canonical name.", json_schema_extra=EVENT_NAME_ENUM)
+]
 
 
 def _scope(site: dict[str, Any], days: int) -> Scope:
@@ -47,7 +50,7 @@ def metrics(request: Request, site: AnalyticsSite, days: Days = 30) -> dict[str,
 @router.get("/events")
 def events(
     request: Request, site: AnalyticsSite, days: Days = 30, limit: Limit = 50, offset: Offset = 0,
-    name: Annotated[str | None, Query(description="Only events of this canonical name.")] = None,
+    name: EventName = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The site's events, newest first, paged (`total` counts every match)."""
     return events_page(request.app.state.engine, site["id"], _scope(site, days), limit=limit, offset=offset,
@@ -77,7 +80,7 @@ def events_timeseries(
     interval: Annotated[
         Bucket, Query(description="hour, day or week (Monday), in the site's time zone.")
     ] = "day",
-    name: Annotated[str | None, Query(description="Only events of this canonical name.")] = None,
+    name: EventName = None,
 ) -> dict[str, Any]:
     """Events and people per bucket, every bucket of the range included (zeros too). Dates are
     inclusive, in the site's time zone; the last 30 days by default. Day and week buckets are named by

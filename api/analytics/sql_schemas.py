@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
-from api.schemas import CamelModel, StrictCamelModel
+from api.schemas import CamelModel, StrictCamelModel, leave_out_unset
+from ingest.schemas import SiteIdText
 from queries.adhoc_sql import DEFAULT_ROW_LIMIT, MAX_JSON_ROWS, MAX_STREAM_ROWS
-from queries.adhoc_sql_guard import DEFAULT_DIALECT, VIEWS
+from queries.adhoc_sql_guard import DEFAULT_DIALECT, DIALECTS, VIEWS
 
 Format = Literal["json", "csv", "parquet"]
 ParameterType = Literal["string", "integer", "number", "boolean", "date", "timestamp", "string_list"]
@@ -41,18 +43,43 @@ PARAMETERS_DESCRIPTION = (
     "the engine, never formatted into the text."
 )
 PARAMETER_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,62}$"
+# The guard reads a dialect's name in any case, with blanks around it; the schema lists the plain names.
+DIALECT_ENUM: dict[str, Any] = {"enum": list(DIALECTS)}
+# `limit` past MAX_JSON_ROWS is 400 `SQL_LIMIT_TOO_LARGE` when the format is json, the default: in JSON
+# Schema, `if` holds for a body without `format` too.
+JSON_ROW_LIMIT: dict[str, Any] = {
+    "if": {"properties": {"format": {"const": "json"}}},
+    "then": {"properties": {"limit": {"maximum": MAX_JSON_ROWS}}},
+}
+
+
+def document_timeout_limit(schema: dict[str, Any], *, max_timeout_ms: int) -> None:
+    """State the settings' largest `timeoutMs` (AISLE_SQL_MAX_TIMEOUT_MS; more is 400
+    `SQL_TIMEOUT_TOO_LARGE`) as the maximum in the OpenAPI schema of the bodies that take one."""
+    components = schema.get("components", {}).get("schemas", {})
+    for name in ("SqlQueryIn", "SavedQueryRun"):
+        timeout = components[name]["properties"]["timeoutMs"]
+        for branch in timeout.get("anyOf", [timeout]):
+            if branch.get("type") == "integer":
+                branch["maximum"] = max_timeout_ms
 
 
 class RunOptions(StrictCamelModel):
+    model_config = ConfigDict(json_schema_extra=JSON_ROW_LIMIT)
+
     format: Format = Field(default="json", description=FORMAT_DESCRIPTION)
     limit: int | None = Field(default=None, ge=1, le=MAX_STREAM_ROWS, description=LIMIT_DESCRIPTION)
     timeout_ms: int | None = Field(default=None, ge=100, description=TIMEOUT_DESCRIPTION)
 
 
 class SqlQueryIn(RunOptions):
-    site_id: str = Field(description="The site whose views the query reads; it must be your organisation's.")
+    site_id: SiteIdText = Field(
+        description="The site whose views the query reads; it must be your organisation's."
+    )
     query: str = Field(min_length=1, max_length=100_000, description=QUERY_DESCRIPTION)
-    dialect: str = Field(default=DEFAULT_DIALECT, description=DIALECT_DESCRIPTION)
+    dialect: str = Field(
+        default=DEFAULT_DIALECT, description=DIALECT_DESCRIPTION, json_schema_extra=DIALECT_ENUM
+    )
     parameters: dict[str, ParameterValue] = Field(default_factory=dict, description=PARAMETERS_DESCRIPTION)
 
 
@@ -95,11 +122,13 @@ class SavedQueryParameter(StrictCamelModel):
 
 
 class SavedQueryCreate(StrictCamelModel):
-    site_id: str = Field(description="The site the query belongs to; it must be your organisation's.")
+    site_id: SiteIdText = Field(description="The site the query belongs to; it must be your organisation's.")
     name: str = Field(min_length=1, max_length=200, description="Unique within the site.")
     description: str | None = Field(default=None, max_length=2000)
     query: str = Field(min_length=1, max_length=100_000, description=QUERY_DESCRIPTION)
-    dialect: str = Field(default=DEFAULT_DIALECT, description=DIALECT_DESCRIPTION)
+    dialect: str = Field(
+        default=DEFAULT_DIALECT, description=DIALECT_DESCRIPTION, json_schema_extra=DIALECT_ENUM
+    )
     parameters: list[SavedQueryParameter] = Field(
         default_factory=list,
         max_length=50,
@@ -111,11 +140,15 @@ class SavedQueryUpdate(StrictCamelModel):
     """Partial update: fields left out keep their value; `description: null` clears the description.
     The query is checked again with its (new or kept) dialect and parameters."""
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    model_config = ConfigDict(json_schema_extra=leave_out_unset)
+
+    # `X | SkipJsonSchema[None]`: null is read (to answer that it cannot be null) but never documented.
+    # The bounds go on X itself: on the union pydantic writes them under the wrong names in the schema.
+    name: Annotated[str, Field(min_length=1, max_length=200)] | SkipJsonSchema[None] = None
     description: str | None = Field(default=None, max_length=2000)
-    query: str | None = Field(default=None, min_length=1, max_length=100_000)
-    dialect: str | None = None
-    parameters: list[SavedQueryParameter] | None = Field(default=None, max_length=50)
+    query: Annotated[str, Field(min_length=1, max_length=100_000)] | SkipJsonSchema[None] = None
+    dialect: str | SkipJsonSchema[None] = Field(default=None, json_schema_extra=DIALECT_ENUM)
+    parameters: Annotated[list[SavedQueryParameter], Field(max_length=50)] | SkipJsonSchema[None] = None
 
     @model_validator(mode="after")
     def _required_fields_are_not_null(self) -> SavedQueryUpdate:

@@ -5,16 +5,25 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from functools import cache
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, available_timezones
 
 import duckdb
-from pydantic import Field, field_validator
+from pydantic import Field, GetJsonSchemaHandler, WithJsonSchema, field_validator
+from pydantic.json_schema import JsonSchemaValue
 
-from api.schemas import CamelModel, StrictCamelModel
+from api.schemas import CURRENCY_ENUM, CamelModel, StrictCamelModel
 from ingest.currency import normalise_currency
 
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+# The schema states the host names normalise_domain keeps as they are (a URL or host:port is reduced
+# to its host too, which the description says): labels of _LABEL, two or more but for localhost.
+_LABEL_TEXT = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+HOST_NAME: dict[str, Any] = {"pattern": f"^(localhost|{_LABEL_TEXT}(\\.{_LABEL_TEXT})+)$", "maxLength": 253}
+DOMAIN_DESCRIPTION = (
+    "Storefront host, such as shop.example.com; public calls must come from it. A URL or host:port is "
+    "read as its host."
+)
 
 
 def normalise_domain(value: str) -> str:
@@ -55,6 +64,19 @@ def _report_zones() -> frozenset[str]:
     return frozenset(available_timezones() & known) | {"UTC"}
 
 
+class _ReportZones:
+    """The zones _timezone accepts, as an enum in the schema (read when the schema is built)."""
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: Any, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {**handler(core_schema), "enum": sorted(_report_zones())}
+
+
+ZONE_DESCRIPTION = "IANA zone used for day/week/month buckets in reports."
+TimeZoneName = Annotated[str, _ReportZones()]
+
+
 def _timezone(value: str | None) -> str | None:
     if value is None:
         return None
@@ -67,10 +89,14 @@ def _timezone(value: str | None) -> str | None:
 class SiteCreate(StrictCamelModel):
     name: str = Field(min_length=1, max_length=200)
     domain: str = Field(
-        min_length=1, max_length=300, description="Storefront host; public calls must come from it."
+        min_length=1, max_length=300, description=DOMAIN_DESCRIPTION, json_schema_extra=HOST_NAME
     )
-    currency: str = Field(default="EUR", description="ISO-4217, three letters; stored uppercase.")
-    timezone: str = Field(default="UTC", description="IANA zone used for day/week/month buckets in reports.")
+    currency: str = Field(
+        default="EUR",
+        description="ISO-4217, three letters; stored uppercase.",
+        json_schema_extra=CURRENCY_ENUM,
+    )
+    timezone: TimeZoneName = Field(default="UTC", description=ZONE_DESCRIPTION)
 
     _domain = field_validator("domain")(lambda v: normalise_domain(v))
     _currency = field_validator("currency")(lambda v: _currency(v))
@@ -79,9 +105,13 @@ class SiteCreate(StrictCamelModel):
 
 class SiteUpdate(StrictCamelModel):
     name: str | None = Field(default=None, min_length=1, max_length=200)
-    domain: str | None = Field(default=None, min_length=1, max_length=300)
-    currency: str | None = None
-    timezone: str | None = None
+    domain: Annotated[str, WithJsonSchema({"type": "string", **HOST_NAME})] | None = Field(
+        default=None, min_length=1, max_length=300, description=DOMAIN_DESCRIPTION
+    )
+    currency: Annotated[str, WithJsonSchema({"type": "string", **CURRENCY_ENUM})] | None = Field(
+        default=None, description="ISO-4217, three letters; stored uppercase."
+    )
+    timezone: TimeZoneName | None = Field(default=None, description=ZONE_DESCRIPTION)
 
     _domain = field_validator("domain")(lambda v: None if v is None else normalise_domain(v))
     _currency = field_validator("currency")(lambda v: _currency(v))

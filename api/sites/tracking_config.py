@@ -112,6 +112,9 @@ class DataLayerConfig(_Setting):
 
 
 class TrackerConfig(_Setting):
+    """The tracker's settings. Types are strict: a count is written as a JSON integer (`50`, not `50.0`,
+    which JSON Schema also calls an integer), a flag as true or false; anything else is 400."""
+
     batching_enabled: bool = False
     batch_size: int = Field(default=50, ge=1, le=500)
     flush_interval: int = Field(default=30, ge=1, le=3600, description="Seconds.")

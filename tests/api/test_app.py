@@ -7,12 +7,28 @@ import json
 import re
 import socket
 import time
+from datetime import date
 
 import httpx
+import pytest
+from hypothesis import given
+from hypothesis import settings as settings_of
+from hypothesis import strategies as st
+from pydantic import Field, ValidationError
 
 from aisle.gc_tuning import GC_YOUNG_THRESHOLD
 from aisle.settings import Settings
+from api.analytics.funnels import MAX_STEPS
+from api.analytics.scope import EARLIEST_DATE, LATEST_DATE
 from api.app import create_app
+from api.auth.schemas import LoginBody
+from api.schemas import NOT_BLANK_PATTERN, StrictCamelModel
+from api.sites.schemas import HOST_NAME, normalise_domain
+from ingest.consent import CATEGORIES as CONSENT_CATEGORIES
+from ingest.currency import ISO4217_CODES
+from ingest.event_names import CANONICAL_EVENT_NAMES
+from queries.adhoc_sql import MAX_JSON_ROWS
+from queries.adhoc_sql_guard import DIALECTS
 from tests.factories import make_verified_site
 from tests.servers import LiveServer
 from warehouse.catalog.store import MIGRATIONS_DIR
@@ -433,3 +449,183 @@ def test_ingestion_keeps_reading_text_plain_and_refusing_forms_its_own_way(clien
 
     assert (beacon.status_code, beacon.json()) == (200, {"success": True, "merged": True})
     assert (form.status_code, form.json()["error"]["code"]) == (400, "UNSUPPORTED_CONTENT_TYPE")
+
+
+# --- the schema states what the routes check -------------------------------------------------------
+# A client built from the schema must never send what the schema allows and a route refuses. Rules the
+# routes check with codes of their own (FUNNEL_NEEDS_TWO_STEPS, DATE_OUT_OF_RANGE, ...) stay in the
+# routes; the schema states them from the same constants.
+
+
+def _parameter(spec: dict, path: str, name: str, method: str = "get") -> dict:
+    [parameter] = [p for p in spec["paths"][f"/api/v1{path}"][method]["parameters"] if p["name"] == name]
+    return parameter["schema"]
+
+
+def _string_branch(schema: dict) -> dict:
+    return next((b for b in schema.get("anyOf", [schema]) if b.get("type") == "string"), schema)
+
+
+def test_openapi_states_the_count_and_names_of_funnel_steps(app):
+    spec = app.openapi()
+    schemas = spec["components"]["schemas"]
+    names = sorted(CANONICAL_EVENT_NAMES)
+    for model in ("FunnelDefinitionCreate", "FunnelDefinitionUpdate"):
+        steps = schemas[model]["properties"]["steps"]
+        assert (steps["type"], steps["minItems"], steps["maxItems"]) == ("array", 2, MAX_STEPS), model
+        assert steps["items"] == {"type": "string", "enum": names}, model
+    for path in ("/analytics/funnels/{siteId}", "/analytics/funnels/{siteId}/export",
+                 "/analytics/funnels/{siteId}/steps/{eventName}/export"):  # fmt: skip
+        pattern = _parameter(spec, path, "steps")["pattern"]
+        assert re.search(pattern, "page_view,add_to_cart,page_view"), path
+        assert re.search(pattern, ",".join(["page_view"] * MAX_STEPS)), path
+        for refused in ("", "page_view", "page_view,teleport", "page_view,,purchase", "page_view,purchase,",
+                        ",".join(["page_view"] * (MAX_STEPS + 1))):  # fmt: skip
+            assert not re.search(pattern, refused), (path, refused)
+    assert (
+        _parameter(spec, "/analytics/funnels/{siteId}/steps/{eventName}/export", "eventName")["enum"] == names
+    )
+
+
+def test_openapi_states_the_dialects_row_limits_and_time_limit_of_sql_bodies(app, settings):
+    schemas = app.openapi()["components"]["schemas"]
+    for model in ("SqlQueryIn", "SavedQueryRun"):
+        [integer] = [
+            b for b in schemas[model]["properties"]["timeoutMs"]["anyOf"] if b.get("type") == "integer"
+        ]
+        assert (integer["minimum"], integer["maximum"]) == (100, settings.sql_max_timeout_ms), model
+        # limit past 100,000 only for csv or parquet; a body without `format` is json
+        assert schemas[model]["if"] == {"properties": {"format": {"const": "json"}}}, model
+        assert schemas[model]["then"] == {"properties": {"limit": {"maximum": MAX_JSON_ROWS}}}, model
+    for model in ("SqlQueryIn", "SavedQueryCreate", "SavedQueryUpdate"):
+        assert schemas[model]["properties"]["dialect"]["enum"] == list(DIALECTS), model
+        assert schemas[model]["properties"]["query"]["maxLength"] == 100_000, model
+    assert schemas["SqlQueryIn"]["properties"]["siteId"] == {
+        "type": "string", "format": "uuid", "title": "Siteid",
+        "description": "The site whose views the query reads; it must be your organisation's.",
+    }  # fmt: skip
+
+
+def test_openapi_partial_updates_offer_no_null_where_null_is_refused(app):
+    schemas = app.openapi()["components"]["schemas"]
+    refused = {"FunnelDefinitionUpdate": ("name", "steps", "windowSeconds", "order"),
+               "SavedQueryUpdate": ("name", "query", "dialect", "parameters")}  # fmt: skip
+    for model, fields in refused.items():
+        for field in fields:
+            spec = schemas[model]["properties"][field]
+            assert "anyOf" not in spec and "default" not in spec, (model, field, spec)
+        # description: null clears it, so null stays offered there
+        assert {"type": "null"} in schemas[model]["properties"]["description"]["anyOf"], model
+    # the bounds of the fields survive the union with the undocumented null
+    window = schemas["FunnelDefinitionUpdate"]["properties"]["windowSeconds"]
+    assert (window["type"], window["minimum"], window["maximum"]) == ("integer", 1, 365 * 24 * 3600)
+    assert schemas["SavedQueryUpdate"]["properties"]["parameters"]["maxItems"] == 50
+    assert schemas["SavedQueryUpdate"]["properties"]["name"]["maxLength"] == 200
+
+
+def test_openapi_report_dates_state_the_years_reports_read(app):
+    spec = app.openapi()
+    schemas = [_string_branch(_parameter(spec, "/analytics/cohort/{siteId}", "startDate")),
+               _string_branch(_parameter(spec, "/analytics/funnels/{siteId}", "endDate")),
+               _string_branch(_parameter(spec, "/analytics/correlations/{siteId}", "startDate"))]  # fmt: skip
+    assert [s["format"] for s in schemas] == ["date", "date", "date-time"]
+    for schema in schemas:
+        for day in (EARLIEST_DATE, LATEST_DATE, date(2026, 1, 31)):
+            assert re.search(schema["pattern"], day.isoformat()), day
+        for day in ("1969-12-31", "9001-01-01", "0001-01-01", "9999-12-31"):
+            assert not re.search(schema["pattern"], day), day
+
+
+def test_openapi_lists_the_event_names_currencies_categories_and_site_ids_routes_accept(app):
+    spec = app.openapi()
+    schemas = spec["components"]["schemas"]
+    names = sorted(CANONICAL_EVENT_NAMES)
+    assert _parameter(spec, "/analytics/cohort/{siteId}", "returnEvent")["enum"] == names
+    assert _parameter(spec, "/analytics/sites/{siteId}/events", "name")["enum"] == names
+    assert _parameter(spec, "/analytics/sites/{siteId}/events/timeseries", "name")["enum"] == names
+    assert _parameter(spec, "/analytics/product/{siteId}/top", "currency")["enum"] == sorted(ISO4217_CODES)
+    category = _parameter(spec, "/analytics/category/{siteId}/overview", "categoryPath")["pattern"]
+    assert [bool(re.search(category, p)) for p in ("Home > Kitchen", "x", "", " > ", ">>\t")] == [
+        True, True, False, False, False
+    ]  # fmt: skip
+    for path in (
+        "/analytics/overview",
+        "/analytics/search/top-queries",
+        "/analytics/events/{eventId}/attribution",
+        "/analytics/revenue/overview",
+        "/analytics/funnels/{siteId}",
+        "/sites/{siteId}/public-api-keys",
+    ):
+        assert _parameter(spec, path, "siteId")["format"] == "uuid", path
+    assert _parameter(spec, "/sites/{id}", "id")["format"] == "uuid"
+    for model in ("TrackOrderIn", "TrackEventBatch", "FunnelDefinitionCreate", "SavedQueryCreate"):
+        assert schemas[model]["properties"]["siteId"]["format"] == "uuid", model
+    site_ids = _parameter(spec, "/analytics/consent/compare", "siteIds")["pattern"]
+    one = "7837fdd1-0e4c-4997-8c8e-6f31b9df9d89"
+    assert re.search(site_ids, one) and re.search(site_ids, ",".join([one] * 50))
+    assert not any(re.search(site_ids, s) for s in ("", "my-shop", f"{one},", ",".join([one] * 51)))
+    feed = spec["paths"]["/api/v1/analytics/product/{siteId}/feed"]["post"]["requestBody"]["content"]
+    for kind in ("text/csv", "application/x-ndjson"):
+        assert not re.search(feed[kind]["schema"]["pattern"], " \r\n\t"), kind
+    simulate = schemas["SimulateIn"]["properties"]["requiredCategories"]["anyOf"][0]
+
+    assert simulate["items"] == {"type": "string", "enum": list(CONSENT_CATEGORIES)}
+    decision = schemas["ConsentDecision"]["anyOf"]
+    assert decision == [{"required": [c], "properties": {c: {"type": "boolean"}}} for c in CONSENT_CATEGORIES]
+
+
+def test_openapi_site_fields_state_the_domains_currencies_and_zones_sites_take(app):
+    schemas = app.openapi()["components"]["schemas"]
+    create, update = schemas["SiteCreate"]["properties"], schemas["SiteUpdate"]["properties"]
+    assert create["currency"]["enum"] == sorted(ISO4217_CODES)
+    assert _string_branch(update["currency"])["enum"] == sorted(ISO4217_CODES)
+    zones = create["timezone"]["enum"]
+    assert "Europe/Berlin" in zones and "UTC" in zones and "localtime" not in zones
+    assert _string_branch(update["timezone"])["enum"] == zones
+    domain = create["domain"]
+    assert _string_branch(update["domain"])["pattern"] == domain["pattern"]
+    assert domain["maxLength"] == 253
+    assert [bool(re.search(domain["pattern"], d)) for d in ("shop.example.com", "localhost", "0", "a..b", "-a.com")] == [
+        True, True, False, False, False
+    ]  # fmt: skip
+
+
+class _Named(StrictCamelModel):
+    name: str = Field(min_length=1)
+
+
+@given(
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=12) | st.from_regex(r"\s*\S?\s*", fullmatch=True)
+)
+@settings_of(max_examples=300, derandomize=True, deadline=None)
+def test_the_not_blank_pattern_is_what_stripping_leaves_non_empty(text):
+    pattern = _Named.model_json_schema()["properties"]["name"]["pattern"]
+    try:
+        _Named(name=text)
+        accepted = True
+    except ValidationError:
+        accepted = False
+    assert bool(re.search(pattern, text)) == accepted, repr(text)
+
+
+@given(st.from_regex(HOST_NAME["pattern"], fullmatch=True).filter(lambda d: len(d) <= HOST_NAME["maxLength"]))
+@settings_of(max_examples=300, derandomize=True, deadline=None)
+def test_every_domain_the_schema_allows_is_one_sites_take(domain):
+    assert normalise_domain(domain) == domain.lower()
+
+
+def test_openapi_e_mail_addresses_leave_out_the_domains_the_validator_refuses(app):
+    schemas = app.openapi()["components"]["schemas"]
+    for model in ("RegisterBody", "LoginBody", "ResendVerificationBody"):
+        email = schemas[model]["properties"]["email"]
+        assert email["format"] == "email", model
+        allowed = [
+            bool(re.search(email["pattern"], e))
+            for e in ("ada@shop.example.com", "ada@x.TEST", "ada@b.local")
+        ]
+        assert allowed == [True, False, False], model
+    for address in ("ada@x.TEST", "ada@b.local"):
+        with pytest.raises(ValidationError):
+            LoginBody(email=address, password="x")
+    names = schemas["SiteCreate"]["properties"]["name"]
+    assert names["pattern"] == NOT_BLANK_PATTERN and not re.search(names["pattern"], " \t\u3000")
