@@ -295,6 +295,7 @@ class OrderItemIn(_Wire):
     product_id: Annotated[str | None, AfterValidator(_product_uuid)] = Field(
         default=None,
         max_length=MAX_ID_LENGTH,
+        json_schema_extra={"format": "uuid"},
         description="Aisle's product id (a uuid, as the catalog lists it); the line is credited to that "
         "product when it has no productItemCode. A shop's own ids go in productItemCode.",
     )

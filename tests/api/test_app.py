@@ -560,6 +560,8 @@ def test_openapi_lists_the_event_names_currencies_categories_and_site_ids_routes
     assert _parameter(spec, "/sites/{id}", "id")["format"] == "uuid"
     for model in ("TrackOrderIn", "TrackEventBatch", "FunnelDefinitionCreate", "SavedQueryCreate"):
         assert schemas[model]["properties"]["siteId"]["format"] == "uuid", model
+    item_product_id = schemas["OrderItemIn"]["properties"]["productId"]
+    assert item_product_id["format"] == "uuid" and item_product_id["anyOf"][0]["type"] == "string"
     site_ids = _parameter(spec, "/analytics/consent/compare", "siteIds")["pattern"]
     one = "7837fdd1-0e4c-4997-8c8e-6f31b9df9d89"
     assert re.search(site_ids, one) and re.search(site_ids, ",".join([one] * 50))
