@@ -84,3 +84,20 @@ def test_a_blank_user_id_links_no_one(lake):
         .fetchall()
     )
     assert rows == [("a", "a"), ("b", "b")]
+
+
+def test_two_users_linked_at_one_instant_the_smaller_id_wins_whatever_the_storage_order(lake):
+    # The first link decides; at a tie, the stored order decided, and compaction reorders rows.
+    ingest, engine = lake
+    ctx = Context(
+        site_id=SITE, site_currency="EUR", received_at=datetime.now(UTC), channel="server", historical=True
+    )
+    for first, second in (("zed", "ada"), ("ada", "zed")):
+        for user in (first, second):  # one flush file each, so each visitor's two links lie apart
+            events = [{"name": "identify", "visitorId": f"{first}-first-{n}", "sessionId": "s",
+                       "eventId": f"{first}-{n}-{user}", "userId": user, "timestamp": "2024-01-01T10:00:00Z"}
+                      for n in range(40)]  # fmt: skip
+            assert ingest.accept_events_sync(events, ctx).rejected == []
+            ingest.flush()
+    people = engine.cursor().execute("SELECT DISTINCT person_id FROM events_people").fetchall()
+    assert people == [("ada",)]

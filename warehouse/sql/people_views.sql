@@ -1,10 +1,11 @@
 -- People: analytics count a visitor as the user it was linked to, whenever the link happened
 -- (before or after its events); a visitor never linked counts as itself.
 
--- The user each visitor was linked to: the first user id seen with it, on an event or an order.
+-- The user each visitor was linked to: the first user id seen with it, on an event or an order; of
+-- two at one instant the smaller id (not whichever was stored first: compaction reorders rows).
 -- A blank user id ('', ' ') is no user: it would make one person of every visitor sending it.
 CREATE OR REPLACE VIEW visitor_users AS
-SELECT site_id, visitor_id, arg_min(user_id, ts) AS user_id
+SELECT site_id, visitor_id, arg_min(user_id, (ts, user_id)) AS user_id
 FROM (
     SELECT site_id, visitor_id, user_id, ts FROM events WHERE trim(user_id) <> ''
     UNION ALL
