@@ -158,7 +158,10 @@ def export(
     response_model=JourneyDetail,
     response_model_by_alias=True,
     responses={
-        404: {"description": "JOURNEY_NOT_FOUND: no event or order of the site has this journey key."}
+        404: {
+            "description": "JOURNEY_NOT_FOUND: no entry of the site has this journey key (a key whose only "
+            "events are purchase events counted as their sale is no journey: it has no entry of its own)."
+        }
     },
 )
 def journey(request: Request, site: AnalyticsSite, journeyId: str) -> JourneyDetail:
