@@ -292,7 +292,15 @@ class ConsentComparison(CamelModel):
 def _compared_sites(store, principal: Principal, site_ids: str | None) -> list[dict[str, Any]]:
     if site_ids is None:
         with store.connect() as conn:
-            return sites.list_for_organization(conn, organization_id=principal.organization_id)
+            every = sites.list_for_organization(conn, organization_id=principal.organization_id)
+        if len(every) > MAX_COMPARED_SITES:
+            # Each site is a report of its own: a large organisation's every site timed out.
+            raise BadRequest(
+                f"The organisation has {len(every)} sites and at most {MAX_COMPARED_SITES} can be compared: "
+                "name them in siteIds",
+                code="TOO_MANY_SITES",
+            )
+        return every
     wanted = list(dict.fromkeys(canonical_site_id(s.strip()) for s in site_ids.split(",") if s.strip()))
     if not wanted:
         raise BadRequest("siteIds is empty; name sites (comma-separated) or omit it", code="SITE_IDS_EMPTY")
@@ -306,7 +314,7 @@ def _compared_sites(store, principal: Principal, site_ids: str | None) -> list[d
     response_model=ConsentComparison,
     response_model_by_alias=True,
     description="The `/stats` figures of several sites side by side, in the order asked (omitted: the "
-    "organisation's sites, oldest first). The dates are read in each site's own time zone (each row says its "
+    f"organisation's sites, oldest first, when it has at most {MAX_COMPARED_SITES}). The dates are read in each site's own time zone (each row says its "
     "range). 403 when any named site is not the caller's organisation's (unknown ids too); at most "
     f"{MAX_COMPARED_SITES} sites (400 `TOO_MANY_SITES`); an empty list is 400 `SITE_IDS_EMPTY`.",
 )

@@ -8,6 +8,7 @@ import csv
 import io
 from datetime import UTC, datetime
 
+from api.analytics import consent as consent_routes
 from ingest.normalise import Context
 from tests.factories import Session, make_user
 
@@ -331,6 +332,18 @@ def test_compare_sites_of_the_organisation(app, owner, outsider):
     # The outsider's organisation has only its own site, with no consent.
     assert [(r["siteId"], r["people"]) for r in outsider.get("/analytics/consent/compare").json()["sites"]] == [
         (foreign["id"], 0)]  # fmt: skip
+
+
+def test_compare_without_site_ids_names_them_past_the_limit(owner, monkeypatch):
+    monkeypatch.setattr(consent_routes, "MAX_COMPARED_SITES", 2)
+    first, second = owner.make_site(name="A"), owner.make_site(name="B")
+    both = owner.get("/analytics/consent/compare")
+    assert [r["siteId"] for r in both.json()["sites"]] == [first["id"], second["id"]]
+    owner.make_site(name="C")
+    # A large organisation's every site, one report each, timed out: past the limit it names them.
+    response = owner.get("/analytics/consent/compare")
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "TOO_MANY_SITES")
+    assert "3 sites" in response.json()["error"]["message"]
 
 
 def test_bad_parameters_answer_400_in_the_envelope(owner):
