@@ -48,9 +48,12 @@ CREATE OR REPLACE MACRO category_path_of(path) AS coalesce(
 
 -- Whether an order id (a purchase event's metadata.orderId) is a sale of its site: such an event is
 -- that sale, whoever sent it (a forwarded thank-you page), so the sale counts once, for the order's
--- person.
+-- person. The subquery names its columns apart from every column of events and orders: DuckDB puts
+-- a macro's arguments into its body as written, so a caller's bare `site_id` (in a WHERE clause) was
+-- bound to the orders' own `site_id`, and another site's sale of the same id counted as this site's.
 CREATE OR REPLACE MACRO is_a_sale(site, order_ref) AS EXISTS (
-    SELECT 1 FROM orders AS o WHERE o.site_id = site AND NOT o.is_refund AND o.order_id = order_ref
+    SELECT 1 FROM (SELECT site_id AS sale_site, order_id AS sale_order_id FROM orders WHERE NOT is_refund)
+    WHERE sale_site = site AND sale_order_id = order_ref
 );
 
 CREATE OR REPLACE MACRO names_a_sale(site, metadata) AS is_a_sale(site, json_extract_string(metadata, '$.orderId'));
