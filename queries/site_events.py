@@ -40,15 +40,16 @@ def events_page(
     engine: Engine, site_id: str, scope: Scope, *, limit: int, offset: int, name: str | None = None,
     source: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
+    """One page of the site's events of the range (UTC days), newest first (then by id), optionally of
+    one name or `metadata.source`; `total` counts every match, whichever page is asked for."""
     rows = library.run(
         engine,
         "site_events_page",
         {"site_id": site_id, "start_date": scope.start_date, "end_date": scope.end_date, "name": name,
          "source": source, "limit": limit, "offset": offset},
     ).to_pylist()  # fmt: skip
-    total = rows[0]["total"] if rows else 0
     return {
-        "total": total,
+        "total": rows[0]["total"],
         "limit": limit,
         "offset": offset,
         "events": [
@@ -69,6 +70,7 @@ def events_page(
                 "channel": r["channel"],
             }  # fmt: skip
             for r in rows
+            if r["event_id"] is not None
         ],
     }
 
