@@ -80,31 +80,66 @@ def timeseries(
 ) -> list[dict[str, Any]]:
     """Every bucket from start to end (site time zone), zero buckets included. Days and weeks are named
     by their local date; hours by their local start with its UTC offset, so a day when summer time
-    starts has 23 and one when it ends 25, the repeated hour told apart by its offset."""
+    starts has 23 and one when it ends 25, the repeated hour told apart by its offset. An hour bucket is
+    a run of instants with one local hour and one offset: where the offset changes by half an hour
+    (Lord Howe Island) the change starts a bucket of its own, named by its first instant
+    (`01:30:00+10:30`)."""
     zone = ZoneInfo(timezone)
     range_start = datetime.combine(start, time.min, zone)
     range_end = datetime.combine(end + timedelta(days=1), time.min, zone)
     params = {"site_id": site_id, "start_date": start - timedelta(days=1), "end_date": end + timedelta(days=1),
-              "range_start": range_start, "range_end": range_end, "timezone": timezone, "name": name}  # fmt: skip
+              "range_start": range_start, "range_end": range_end, "name": name}  # fmt: skip
     if interval == "hour":
-        rows = library.run(engine, "events_timeseries_hourly", params).to_pylist()
+        starts = hour_starts(range_start.astimezone(UTC), range_end.astimezone(UTC), zone)
+        table = library.run(engine, "events_timeseries_hourly", {**params, "bucket_starts": starts})
+        labels = [(b, b.astimezone(zone).isoformat()) for b in starts]
     else:
-        rows = library.run(engine, "events_timeseries", {**params, "interval": interval}).to_pylist()
-    found = {r["bucket"]: r for r in rows}
-    if interval == "hour":
-        # Instants, stepped in UTC: local wall-clock hours repeat or vanish when the offset changes.
-        buckets = _steps(range_start.astimezone(UTC), range_end, STEP["hour"])
-        labels = [(b, b.astimezone(zone).isoformat()) for b in buckets]
-    else:
+        table = library.run(
+            engine, "events_timeseries", {**params, "interval": interval, "timezone": timezone}
+        )
         first = datetime.combine(start, time.min)
         if interval == "week":
             first -= timedelta(days=first.weekday())
         labels = [(b, b.isoformat()) for b in _steps(first, range_end.replace(tzinfo=None), STEP[interval])]
+    found = {r["bucket"]: r for r in table.to_pylist()}
     empty = {"events": 0, "people": 0}
     return [
         {"bucket": label, "events": found.get(b, empty)["events"], "people": found.get(b, empty)["people"]}
         for b, label in labels
     ]
+
+
+def hour_starts(start: datetime, end: datetime, zone: ZoneInfo) -> list[datetime]:
+    """The first instant of every hour bucket in [start, end): the next local hour, or an earlier change
+    of UTC offset. Instants, stepped in UTC: local wall-clock hours repeat or vanish when the offset
+    changes."""
+    starts = []
+    moment = start
+    while moment < end:
+        starts.append(moment)
+        local = moment.astimezone(zone)
+        past = timedelta(minutes=local.minute, seconds=local.second, microseconds=local.microsecond)
+        following = moment + STEP["hour"] - past
+        if (following - _SECOND).astimezone(zone).utcoffset() != local.utcoffset():
+            following = _offset_change(moment, following - _SECOND, zone)
+        moment = following
+    return starts
+
+
+_SECOND = timedelta(seconds=1)
+
+
+def _offset_change(before: datetime, after: datetime, zone: ZoneInfo) -> datetime:
+    """The first whole second after ``before`` (and at most ``after``) whose UTC offset is another
+    (zones change offsets on whole seconds)."""
+    offset = before.astimezone(zone).utcoffset()
+    while after - before > _SECOND:
+        middle = before + _SECOND * ((after - before) // _SECOND // 2)
+        if middle.astimezone(zone).utcoffset() == offset:
+            before = middle
+        else:
+            after = middle
+    return after
 
 
 def _steps(first: datetime, end: datetime, step: timedelta) -> list[datetime]:
