@@ -2,7 +2,8 @@
 queries that find nothing, and the products people open from search.
 
 A query is the text of ``metadata.query`` (else ``q``, ``searchQuery`` or ``searchTerm``) of search
-events, trimmed, in lower case, white space runs as one space; events without one are no query. A
+events, trimmed, in lower case, white space runs as one space (tabs, line breaks and Unicode spaces
+such as the no-break space are white space too); events without one are no query. A
 search click is a ``product_click``, ``product_view`` or ``popular_product_click`` naming a product
 (``metadata.productItemCode``) that carries a query itself, is a ``popular_product_click``, or whose
 previous step in its session was a search step (``search_instant_open``, ``search_query``,

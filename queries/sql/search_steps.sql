@@ -1,7 +1,7 @@
 -- The search activity of a set of sites over UTC dates, as the temporary table `search_steps` of the
--- cursor: every search-family event and every search click, with its query normalised (trimmed,
--- lower case, runs of white space as one space; from metadata.query, else q, searchQuery or
--- searchTerm: the first that is text or a number). A search click is a product_click, product_view
+-- cursor: every search-family event and every search click, with its query (`search_query_of`:
+-- metadata.query, else q, searchQuery or searchTerm, the first that is text or a number; lower case,
+-- runs of white space as one space, trimmed). A search click is a product_click, product_view
 -- or popular_product_click naming a product that carries a query itself, is a
 -- popular_product_click, or whose previous step in its session was one of $search_steps; steps skip
 -- the events in $ignored (page views, impressions, identity...). A click's query is its own, else the latest query of its session so far. Only sessions
@@ -23,10 +23,7 @@ steps AS (
             -- A negative count is no count: it would pull the average down.
             AND TRY_CAST(json_extract_string(s.metadata, '$.resultCount') AS BIGINT) >= 0
             THEN TRY_CAST(json_extract_string(s.metadata, '$.resultCount') AS BIGINT) END AS result_count,
-        nullif(lower(regexp_replace(trim(coalesce(
-            text_at(s.metadata, '$.query'), text_at(s.metadata, '$.q'),
-            text_at(s.metadata, '$.searchQuery'), text_at(s.metadata, '$.searchTerm')
-        )), '\s+', ' ', 'g')), '') AS query
+        search_query_of(s.metadata) AS query
     FROM scoped AS s
     SEMI JOIN search_sessions AS k ON k.site_id = s.site_id AND k.session_id = s.session_id
 ),

@@ -134,3 +134,15 @@ def test_a_range_without_searches(lake):
         "totalClicks": 0,
         "products": [],
     }
+
+
+def test_a_query_is_trimmed_of_every_kind_of_white_space(lake):
+    """A tab or line break at an end, and a no-break space inside, are white space like any other."""
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "dee": [step("10:00:00", "search_query", "s1", query="\tRed Mug\n"),
+                step("10:01:00", "search_query", "s1", query="red\u00a0 mug"),
+                step("10:02:00", "search_query", "s1", query=" RED MUG ")],
+    })  # fmt: skip
+    body = dump(top_queries(engine, SCOPE, limit=10))
+    assert {q["query"]: q["searches"] for q in body["queries"]} == {"red mug": 3}

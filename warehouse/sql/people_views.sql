@@ -63,3 +63,11 @@ CREATE OR REPLACE MACRO names_a_sale(site, metadata) AS is_a_sale(site, json_ext
 CREATE OR REPLACE MACRO text_at(metadata, path) AS CASE
     WHEN json_type(metadata, path) IN ('VARCHAR', 'BIGINT', 'UBIGINT', 'DOUBLE') THEN json_extract_string(metadata, path)
 END;
+
+-- The search query an event's metadata names: the first of query, q, searchQuery and searchTerm that is
+-- text or a number, in lower case, every run of white space (tabs, line breaks and Unicode spaces such
+-- as the no-break space too) one space, trimmed; NULL when nothing is left.
+CREATE OR REPLACE MACRO search_query_of(metadata) AS nullif(lower(trim(regexp_replace(coalesce(
+    text_at(metadata, '$.query'), text_at(metadata, '$.q'), text_at(metadata, '$.searchQuery'),
+    text_at(metadata, '$.searchTerm')
+), '[[:space:]\pZ]+', ' ', 'g'))), '');
