@@ -4,8 +4,9 @@
 -- runs of white space as one space, trimmed). A search click is a product_click, product_view
 -- or popular_product_click naming a product that carries a query itself, is a
 -- popular_product_click, or whose previous step in its session was one of $search_steps; steps skip
--- the events in $ignored (page views, impressions, identity...). A click's query is its own, else the latest query of its session so far. Only sessions
--- with a search event are read past the first scan.
+-- the events in $ignored (page views, impressions, identity...). A click's query is its own, else the
+-- latest query of its session so far. Only sessions with a search event or a click carrying a query are
+-- read past the first scan.
 CREATE OR REPLACE TEMP TABLE search_steps AS
 WITH scoped AS (
     SELECT site_id, person_id, session_id, event_id, ts, name, product_item_code, metadata
@@ -13,9 +14,13 @@ WITH scoped AS (
     WHERE list_contains($site_ids, site_id) AND date BETWEEN $start_date AND $end_date
       AND NOT list_contains($ignored, name)
 ),
+-- Sessions with a search event, or with a product click or view that carries a query: that is a search
+-- click wherever it is (the search may have been another session's, or never tracked).
 search_sessions AS (
     SELECT DISTINCT site_id, session_id FROM scoped WHERE starts_with(name, 'search_') OR name LIKE 'popular_%'
         OR name = 'recent_search_click'
+        OR (name IN ('product_click', 'product_view') AND product_item_code IS NOT NULL
+            AND search_query_of(metadata) IS NOT NULL)
 ),
 steps AS (
     SELECT s.site_id, s.person_id, s.session_id, s.event_id, s.ts, s.name, s.product_item_code,

@@ -146,3 +146,19 @@ def test_a_query_is_trimmed_of_every_kind_of_white_space(lake):
     })  # fmt: skip
     body = dump(top_queries(engine, SCOPE, limit=10))
     assert {q["query"]: q["searches"] for q in body["queries"]} == {"red mug": 3}
+
+
+def test_a_click_carrying_its_query_is_a_search_click_in_a_session_without_searches(lake):
+    """eve's search page was in a session that timed out (or was never tracked): the result she opens
+    still names its query, so it is a search click."""
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "eve": [step("10:00:00", "page_view", "s9"),
+                step("10:00:05", "product_click", "s9", productItemCode="P1", query="Mug"),
+                step("10:00:06", "product_view", "s9", productItemCode="P1")],
+    })  # fmt: skip
+    body = dump(top_products(engine, SCOPE, limit=10))
+    assert body["totalClicks"] == 1
+    assert [(p["productItemCode"], p["clicks"], p["topQueries"]) for p in body["products"]] == [
+        ("P1", 1, [{"query": "mug", "clicks": 1}])
+    ]
