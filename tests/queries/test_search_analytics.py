@@ -162,3 +162,18 @@ def test_a_click_carrying_its_query_is_a_search_click_in_a_session_without_searc
     assert [(p["productItemCode"], p["clicks"], p["topQueries"]) for p in body["products"]] == [
         ("P1", 1, [{"query": "mug", "clicks": 1}])
     ]
+
+
+def test_a_search_just_before_the_range_leads_to_the_click_just_inside_it(lake):
+    """fay searches at 23:59:50 the day before the range and opens P1 from the results 15 s later, on
+    the range's first day: a search click of "mug" (her search itself is not the range's)."""
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "fay": [{"event": "search_query", "at": "2024-02-29T23:59:50Z", "sessionId": "s1", "metadata": {"query": "mug"}},
+                step("00:00:05", "product_view", "s1", productItemCode="P1")],
+    })  # fmt: skip
+    body = dump(top_products(engine, SCOPE, limit=10))
+    assert [(p["productItemCode"], p["clicks"], p["topQueries"]) for p in body["products"]] == [
+        ("P1", 1, [{"query": "mug", "clicks": 1}])
+    ]
+    assert dump(top_queries(engine, SCOPE, limit=10))["totalSearches"] == 0
