@@ -18,7 +18,8 @@ STEP = {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(
 
 def site_metrics(engine: Engine, site_id: str, scope: Scope) -> dict[str, Any]:
     """Overview counts plus session shape: bounce rate (sessions with one event), average session
-    duration and events per session."""
+    duration (last event time less first) and events per session, over the range's events (UTC days;
+    a session crossing the range's edge counts with its part inside)."""
     base = overview(engine, scope)
     sessions = library.run(
         engine,
