@@ -61,7 +61,11 @@ def event_breakdown(engine: Engine, scope: Scope) -> list[dict[str, Any]]:
 
 def overview(engine: Engine, scope: Scope) -> dict[str, Any]:
     """Counts of events, people (across devices), sessions, page views and orders; the share of people
-    who bought; revenue per currency with a `mixedCurrency` flag, never one total across currencies."""
+    who bought; revenue per currency with a `mixedCurrency` flag, never one total across currencies.
+    People are everyone with an event or a sale in the range (a refund is the shop's doing, not the
+    person's), sessions those of the range's events, page views `page_view` and `virtual_page_view`
+    events (a single-page storefront's route changes); buyers have a sale or a `purchase` event that
+    names no sale of its site (one naming a sale is that sale, whenever it was)."""
     totals = library.run(engine, "overview_totals", scope.params()).to_pylist()[0]
     revenue = revenue_by_currency(engine, scope)
     return {

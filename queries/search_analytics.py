@@ -2,15 +2,19 @@
 queries that find nothing, and the products people open from search.
 
 A query is the text of ``metadata.query`` (else ``q``, ``searchQuery`` or ``searchTerm``) of search
-events, trimmed, in lower case, white space runs as one space; events without one are no query. A
+events, trimmed, in lower case, white space runs as one space (tabs, line breaks and Unicode spaces
+such as the no-break space are white space too); events without one are no query. A
 search click is a ``product_click``, ``product_view`` or ``popular_product_click`` naming a product
 (``metadata.productItemCode``) that carries a query itself, is a ``popular_product_click``, or whose
 previous step in its session was a search step (``search_instant_open``, ``search_query``,
 ``search_results``, ``search_zero_results``, ``search_filter``, ``search_sort``, ``search_page``,
-``recent_search_click``, ``popular_search_click``), page views, impressions, scrolls, identity and runtime
-events not counting as steps; so opening a result counts once, not again for the product page it leads
-to. A click belongs to its own query, else the latest query of its session. Days are UTC calendar days
-of the lake's partitions, as in the overview.
+``recent_search_click``, ``popular_search_click``), page views, impressions, scrolls, dwell time,
+identity and runtime events and placement interactions (hover, close, slider navigation, custom events)
+not counting as steps, and events of one instant following each other by event id; so opening a result
+counts once, not again for the product page it leads to. A click belongs to its own query, else the
+latest query of its session. Days are UTC calendar days of the lake's partitions, as in the overview; a
+session is read back to the UTC day before the range, so a search just before midnight leads to the
+click just after it (that search is not the range's).
 """
 
 from __future__ import annotations
@@ -162,8 +166,9 @@ def top_queries(engine: Engine, scope: Scope, *, limit: int) -> TopQueries:
 
 
 def zero_result_queries(engine: Engine, scope: Scope, *, limit: int) -> ZeroResults:
-    """Queries that found nothing, by number of zero-result searches, with all their searches, the
-    share that found nothing, the people who found nothing and the last time one found nothing."""
+    """Queries that found nothing, by number of zero-result searches (then by searches, then by query),
+    with all their searches, the share that found nothing, the people who found nothing and the last
+    time one found nothing."""
     rows = _query_rows(engine, scope, limit=limit, zero_only=True)
     return ZeroResults(
         scope=_scope(scope),

@@ -134,3 +134,46 @@ def test_a_range_without_searches(lake):
         "totalClicks": 0,
         "products": [],
     }
+
+
+def test_a_query_is_trimmed_of_every_kind_of_white_space(lake):
+    """A tab or line break at an end, and a no-break space inside, are white space like any other."""
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "dee": [step("10:00:00", "search_query", "s1", query="\tRed Mug\n"),
+                step("10:01:00", "search_query", "s1", query="red\u00a0 mug"),
+                step("10:02:00", "search_query", "s1", query=" RED MUG ")],
+    })  # fmt: skip
+    body = dump(top_queries(engine, SCOPE, limit=10))
+    assert {q["query"]: q["searches"] for q in body["queries"]} == {"red mug": 3}
+
+
+def test_a_click_carrying_its_query_is_a_search_click_in_a_session_without_searches(lake):
+    """eve's search page was in a session that timed out (or was never tracked): the result she opens
+    still names its query, so it is a search click."""
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "eve": [step("10:00:00", "page_view", "s9"),
+                step("10:00:05", "product_click", "s9", productItemCode="P1", query="Mug"),
+                step("10:00:06", "product_view", "s9", productItemCode="P1")],
+    })  # fmt: skip
+    body = dump(top_products(engine, SCOPE, limit=10))
+    assert body["totalClicks"] == 1
+    assert [(p["productItemCode"], p["clicks"], p["topQueries"]) for p in body["products"]] == [
+        ("P1", 1, [{"query": "mug", "clicks": 1}])
+    ]
+
+
+def test_a_search_just_before_the_range_leads_to_the_click_just_inside_it(lake):
+    """fay searches at 23:59:50 the day before the range and opens P1 from the results 15 s later, on
+    the range's first day: a search click of "mug" (her search itself is not the range's)."""
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "fay": [{"event": "search_query", "at": "2024-02-29T23:59:50Z", "sessionId": "s1", "metadata": {"query": "mug"}},
+                step("00:00:05", "product_view", "s1", productItemCode="P1")],
+    })  # fmt: skip
+    body = dump(top_products(engine, SCOPE, limit=10))
+    assert [(p["productItemCode"], p["clicks"], p["topQueries"]) for p in body["products"]] == [
+        ("P1", 1, [{"query": "mug", "clicks": 1}])
+    ]
+    assert dump(top_queries(engine, SCOPE, limit=10))["totalSearches"] == 0

@@ -50,9 +50,12 @@ CREATE OR REPLACE MACRO category_path_of(path) AS coalesce(
 
 -- Whether an order id (a purchase event's metadata.orderId) is a sale of its site: such an event is
 -- that sale, whoever sent it (a forwarded thank-you page), so the sale counts once, for the order's
--- person.
+-- person. The subquery names its columns apart from every column of events and orders: DuckDB puts
+-- a macro's arguments into its body as written, so a caller's bare `site_id` (in a WHERE clause) was
+-- bound to the orders' own `site_id`, and another site's sale of the same id counted as this site's.
 CREATE OR REPLACE MACRO is_a_sale(site, order_ref) AS EXISTS (
-    SELECT 1 FROM orders AS o WHERE o.site_id = site AND NOT o.is_refund AND o.order_id = order_ref
+    SELECT 1 FROM (SELECT site_id AS sale_site, order_id AS sale_order_id FROM orders WHERE NOT is_refund)
+    WHERE sale_site = site AND sale_order_id = order_ref
 );
 
 CREATE OR REPLACE MACRO names_a_sale(site, metadata) AS is_a_sale(site, json_extract_string(metadata, '$.orderId'));
@@ -76,3 +79,11 @@ CREATE OR REPLACE MACRO uuid5_of_sha1(digest) AS
 CREATE OR REPLACE MACRO product_id_of(site, code) AS uuid5_of_sha1(
     sha1(unhex('143e6f05ce8a571a8d258db674b40140') || encode(site::UUID::VARCHAR || ':' || code))
 );
+
+-- The search query an event's metadata names: the first of query, q, searchQuery and searchTerm that is
+-- text or a number, in lower case, every run of white space (tabs, line breaks and Unicode spaces such
+-- as the no-break space too) one space, trimmed; NULL when nothing is left.
+CREATE OR REPLACE MACRO search_query_of(metadata) AS nullif(lower(trim(regexp_replace(coalesce(
+    text_at(metadata, '$.query'), text_at(metadata, '$.q'), text_at(metadata, '$.searchQuery'),
+    text_at(metadata, '$.searchTerm')
+), '[[:space:]\pZ]+', ' ', 'g'))), '');
