@@ -39,9 +39,12 @@ SEMANTICS = (
     "right after a search step in its session (`search_instant_open`, `search_query`, `search_results`, "
     "`search_zero_results`, `search_filter`, `search_sort`, `search_page`, `recent_search_click`, "
     "`popular_search_click`; page views, scrolls, impressions, dwell time, identity and runtime events "
-    "in between do not count as steps), so opening a result counts once and the product page it leads "
-    "to does not count again. A click belongs to its own query, else to the latest query of its "
-    "session. `siteId` omitted: every site of the organisation. `days`: the last N UTC days, today "
+    "and placement interactions (hover, close, slider navigation, custom events) in between do not "
+    "count as steps), so opening a result counts once and the product page it leads to does not count "
+    "again. A click carrying its query counts in any session, one with no search event too. A click "
+    "belongs to its own query, else to the latest query of its session; sessions are read back to the "
+    "UTC day before the range, so a search at 23:59 leads to a click at 00:00 of the range's first day "
+    "(the search itself counts in its own day). At one instant events go by event id. `siteId` omitted: every site of the organisation. `days`: the last N UTC days, today "
     "included. People are the linked user when a visitor was ever identified, else the visitor."
 )
 
