@@ -195,7 +195,7 @@ def _ratio_of_rates(a: PeopleGroup, b: PeopleGroup) -> float | None:
 def identity_conversion_metrics(
     engine: Engine, report: ReportRange, *, site_currency: str
 ) -> IdentityConversionMetrics:
-    """People active in the range (an event or an order) split into identified (linked to a user id,
+    """People active in the range (an event or a sale; a refund alone is none) split into identified (linked to a user id,
     at any time) and anonymous: how many, how many bought, and their sales per currency."""
     params = report.params()
     people = {r["identified"]: r for r in library.run(engine, "identity_people", params).to_pylist()}

@@ -1,4 +1,5 @@
--- People active in [$range_start, $range_end) (an event or an order), split into identified (the
+-- People active in [$range_start, $range_end) (an event or a sale: a refund is the shop's doing, as in
+-- the overview), split into identified (the
 -- person is a shop user: the visitor was linked to a user id at any time, or the row carries one) and
 -- anonymous; `converters` bought in the range (an order that is not a refund, or a purchase event
 -- that names no sale: one naming a sale is that sale, its person's).
@@ -9,9 +10,9 @@ WITH activity AS (
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end
     UNION ALL
-    SELECT person_id, nullif(user_id, '') IS NOT NULL OR person_id <> visitor_id, NOT is_refund
+    SELECT person_id, nullif(user_id, '') IS NOT NULL OR person_id <> visitor_id, TRUE
     FROM orders_people
-    WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
+    WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end AND NOT is_refund
         AND ts >= $range_start AND ts < $range_end
 ),
 people AS (
