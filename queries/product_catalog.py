@@ -3,12 +3,17 @@
 The catalog reads the lake forward by receipt time: each run reads what arrived since the last one
 (less a margin, since late flushes may carry slightly older receipt times; merging is idempotent), so
 a product that first shows up in an event is in the catalog on the next read. Runs on the read side,
-before the catalog routes answer and when a `productId` is not in the catalog yet."""
+before the catalog routes answer and when a `productId` is not in the catalog yet.
+
+The catalog names products by code, so order lines that name a product only by its productId add
+nothing to it; a productId that only such lines name is answered from those lines when asked for
+(``products_of_lines``), and report rows take their names from both (``product_names``)."""
 
 from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -71,3 +76,46 @@ def sync_seen_products(store: StoreEngine, engine: Engine, *, site: dict[str, An
             newest = max([*received, until or BEGINNING])
             products.set_received_until(conn, site_id=site["id"], until=newest)
         return created
+
+
+def products_of_lines(
+    engine: Engine, *, site: dict[str, Any], product_ids: Iterable[str]
+) -> dict[str, dict[str, Any]]:
+    """The products among ``product_ids`` that order lines without productItemCode name, by productId,
+    as catalog rows: what the catalog would make of those lines (newest name, price in its order's
+    currency, else no price and the site currency; newest category path; first and last seen) if it
+    took them, with no code, no feed values, and ``updated_at`` the newest line's receipt time. A
+    productId no such line names is not in the answer."""
+    wanted = list(dict.fromkeys(product_ids))
+    if not wanted:
+        return {}
+    params = {"site_id": site["id"], "product_ids": wanted}
+    found = {}
+    for row in library.run(engine, "product_lines_by_id", params).to_pylist():
+        price = row["price"] or {}
+        amount = price.get("amount")
+        found[row["product_id"]] = {
+            "site_id": site["id"], "product_id": row["product_id"], "product_item_code": None,
+            "name": row["product_name"], "price": None if amount is None else Decimal(amount).normalize(),
+            "currency": price.get("currency") or site["currency"],
+            "categories": [row["category_path"]] if row["category_path"] else [], "stock": None, "url": None,
+            "image": None, "in_feed": False, "feed_imported_at": None, "first_seen_at": row["first_seen_at"],
+            "last_seen_at": row["last_seen_at"], "updated_at": row["received_until"] or row["last_seen_at"],
+        }  # fmt: skip
+    return found
+
+
+def product_names(
+    store: StoreEngine, engine: Engine, *, site: dict[str, Any], rows: Iterable[tuple[str, str | None]]
+) -> dict[str, str | None]:
+    """Names of report rows, given as (productId, productItemCode or None), by productId: as the
+    product's own routes name it, the catalog's name when the catalog holds the productId; else, for a
+    row without a code, the newest name of the order lines naming that productId without a code."""
+    rows = list(rows)
+    with store.connect() as conn:
+        stored = products.by_ids(conn, site_id=site["id"], product_ids=[product_id for product_id, _ in rows])
+    names = {product_id: row["name"] for product_id, row in stored.items()}
+    code_less = [product_id for product_id, code in rows if code is None and product_id not in stored]
+    for product_id, row in products_of_lines(engine, site=site, product_ids=code_less).items():
+        names[product_id] = row["name"]
+    return names

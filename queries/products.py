@@ -3,8 +3,9 @@ currency; tracking status; and the catalog as answered by the routes.
 
 Products are named by ``productId`` (``product_id_for(site, productItemCode)``). Events name them by
 code; an order line by its code, else by its productId (a line naming only the productId of a code is
-that code's product). A query for one product binds its code and its id; queries over many products
-key them by id, derived from codes in SQL (``product_id_of``). Orders are the source of truth for
+that code's product). A query for one product binds its code and its id (no code for a product only
+code-less lines name: it has no events); queries over many products key them by id, derived from
+codes in SQL (``product_id_of``). Orders are the source of truth for
 sales and money: line revenue (quantity times unit price) per currency, never converted or summed
 across currencies. People are the linked user when a visitor was ever identified, else the visitor.
 """
@@ -63,7 +64,7 @@ def _round(value: float | None, digits: int = 3) -> float | None:
 
 class Product(_Camel):
     product_id: str
-    product_item_code: str
+    product_item_code: str | None
     name: str | None
     price: str | None
     currency: str
@@ -79,7 +80,8 @@ class Product(_Camel):
 
 
 def product_out(row: dict[str, Any]) -> Product:
-    """A stored catalog row as answered: the price formatted in the product's currency."""
+    """A catalog row as answered (stored, or made from code-less order lines: ``products_of_lines``):
+    the price formatted in the product's currency."""
     price = row["price"]
     return Product(
         product_id=row["product_id"],
@@ -101,7 +103,7 @@ def product_out(row: dict[str, Any]) -> Product:
 
 class ProductRef(_Camel):
     product_id: str
-    product_item_code: str
+    product_item_code: str | None
     name: str | None
 
 
@@ -322,8 +324,8 @@ def product_associations(
     names: dict[str, str | None],
 ) -> ProductAssociations:
     """Market-basket figures of the product against each product that shares a basket with it, most
-    frequent pairs first. ``names`` maps codes to catalog names (unknown codes have none); a product
-    whose lines name only its productId has no code in the rows."""
+    frequent pairs first. ``names`` maps productIds to names (``product_names``; others have none); a
+    product whose lines name only its productId has no code in the rows."""
     counts = association_counts(
         engine, query, product_id=product["product_id"], source=source, mode=mode, limit=limit
     )
@@ -334,7 +336,7 @@ def product_associations(
             Association(
                 product_id=product_id,
                 product_item_code=code,
-                name=names.get(code),
+                name=names.get(product_id),
                 together=together,
                 baskets_with_product=other,
                 support=support,
@@ -396,7 +398,8 @@ def top_products(
 ) -> TopProducts:
     """Best-selling products ranked within each currency (never across); each row carries its currency.
     A product whose lines name only its productId is credited to that id; its code is null unless its
-    lines or views and add-to-carts in the range carry one."""
+    lines or views and add-to-carts in the range carry one. ``names`` maps productIds to names
+    (``product_names``; others have none)."""
     rows = top_sales(engine, query, sort_by=sort_by, limit=limit, currency=currency) if rows is None else rows
     names = names or {}
     currencies = sorted({r["currency"] for r in rows})
@@ -404,7 +407,7 @@ def top_products(
         range=_range_out(query), sort_by=sort_by, currencies=currencies, mixed_currency=len(currencies) > 1,
         products=[
             TopProduct(
-                rank=r["rank"], product_id=r["product_id"], product_item_code=r["code"], name=names.get(r["code"]),
+                rank=r["rank"], product_id=r["product_id"], product_item_code=r["code"], name=names.get(r["product_id"]),
                 currency=r["currency"], revenue=format_amount(r["revenue"], r["currency"]), orders=r["orders"],
                 units=int(r["units"]), views=r["views"], add_to_carts=r["add_to_carts"],
             )

@@ -20,7 +20,7 @@ from api.errors import BadRequest, NotFound, PayloadTooLarge
 from api.schemas import CURRENCY_ENUM, IsoDate
 from ingest.currency import normalise_currency
 from ingest.product_feed import FORMATS, FeedUnreadable, detect_format, import_feed
-from queries.product_catalog import sync_seen_products
+from queries.product_catalog import product_names, products_of_lines, sync_seen_products
 from queries.products import (
     CatalogCounts,
     Mode,
@@ -131,7 +131,7 @@ def product_id_param(
         str,
         Query(
             alias="productId",
-            description="The product's uuid (see the catalog route).",
+            description="The product's uuid (see the catalog route; top and association rows carry it too).",
             json_schema_extra={"format": "uuid"},
         ),
     ],
@@ -153,14 +153,17 @@ ProductId = Annotated[str, Depends(product_id_param)]
 
 
 def load_product(request: Request, store, site: dict[str, Any], product_id: str) -> dict[str, Any]:
-    """The catalog row of `productId`; a product seen only in the lake so far is added first. Called in
-    the route's body, so that every parameter is validated before a 404."""
+    """The catalog row of `productId`; a product seen only in the lake so far is added first. A
+    productId that only order lines without a code name (the catalog names products by code) is made
+    from those lines. Called in the route's body, so that every parameter is validated before a 404."""
     with store.connect() as conn:
         row = catalog.get(conn, site_id=site["id"], product_id=product_id)
     if row is None:
         _sync(request, store, site)
         with store.connect() as conn:
             row = catalog.get(conn, site_id=site["id"], product_id=product_id)
+    if row is None:
+        row = products_of_lines(request.app.state.engine, site=site, product_ids=[product_id]).get(product_id)
     if row is None:
         raise NotFound(
             "No product with this productId on this site: no feed named it and no event or order mentions it",
@@ -360,12 +363,27 @@ def feeds_summary(request: Request, store: StoreDep, site: AnalyticsSite) -> Fee
 
 # --- one product ------------------------------------------------------------------------------------
 
+PRODUCT_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"description": "PRODUCT_NOT_FOUND: no feed, event or order names this productId."}
+}
+# Appended to the description of each route about one product.
+ONE_PRODUCT = (
+    "`productId` may name a product the catalog does not hold: the catalog names products by code, so a "
+    "productId that only order lines without `productItemCode` name (no known code derives to it; such "
+    "products appear in top and association rows with `productItemCode` null) is answered with a product "
+    "made from those lines: `productItemCode` null, `name`, `price` (with its `currency`, else the site's) "
+    "and `categories` from the newest line that gives each (a refund gives no price), `inFeed` false, "
+    "`seenInEvents` true, `firstSeenAt`/`lastSeenAt` its first and last line, `updatedAt` when the newest "
+    "line was received. Events name products by code, so such a product has no views, add-to-carts, dwell "
+    "times or cart baskets."
+)
+
 
 @product_router.get(
     "/overview",
     response_model=ProductOverview,
     response_model_by_alias=True,
-    responses={404: {"description": "PRODUCT_NOT_FOUND: no feed, event or order names this productId."}},
+    responses=PRODUCT_NOT_FOUND,
 )
 def overview(
     request: Request, store: StoreDep, site: AnalyticsSite, product_id: ProductId, query: Range
@@ -385,7 +403,7 @@ def overview(
     "/dwell-time",
     response_model=ProductDwell,
     response_model_by_alias=True,
-    responses={404: {"description": "PRODUCT_NOT_FOUND"}},
+    responses=PRODUCT_NOT_FOUND,
 )
 def dwell_time(
     request: Request, store: StoreDep, site: AnalyticsSite, product_id: ProductId, query: Range
@@ -406,7 +424,7 @@ def dwell_time(
     "/associations",
     response_model=ProductAssociations,
     response_model_by_alias=True,
-    responses={404: {"description": "PRODUCT_NOT_FOUND"}},
+    responses=PRODUCT_NOT_FOUND,
 )
 def associations(
     request: Request,
@@ -438,17 +456,18 @@ def associations(
     baskets that also hold B), `lift` = confidence / (|B| / N) = |A∧B|·N / (|A|·|B|) (above 1: bought
     together more often than chance). Rates are rounded to 6 decimals (0 when a denominator is 0). Rows:
     most `together` first, then higher lift, then code; `relatedProducts` counts every B. `name` is the
-    catalog's (null when unknown)."""
+    catalog's, or for a product its lines name only by `productId` (`productItemCode` null) the newest
+    of those lines' names; null when unknown."""
     product = load_product(request, store, site, product_id)
+    engine = request.app.state.engine
     figures = product_associations(
-        request.app.state.engine, query, product=product, source=source, mode=mode, limit=limit, names={}
+        engine, query, product=product, source=source, mode=mode, limit=limit, names={}
     )
-    with store.connect() as conn:
-        known = catalog.by_codes(
-            conn, site_id=site["id"], codes=[a.product_item_code for a in figures.associations]
-        )
+    names = product_names(
+        store, engine, site=site, rows=[(a.product_id, a.product_item_code) for a in figures.associations]
+    )
     for row in figures.associations:
-        row.name = known.get(row.product_item_code, {}).get("name")
+        row.name = names.get(row.product_id)
     return figures
 
 
@@ -478,7 +497,9 @@ def top(
     `revenue` (line revenue in that currency, formatted with its minor units), `orders` (sales holding
     it) and `units`, plus the product's `views` and `addToCarts` in the range (product-level: the same on
     each of its currency rows). `currencies` lists the currencies present; `mixedCurrency` is true when
-    several are."""
+    several are. A product its lines name only by `productId`, which no code in the range derives to,
+    has `productItemCode` null; `name` is the catalog's, or for such a product the newest of those lines'
+    names (null when unknown)."""
     wanted = None
     if currency is not None:
         try:
@@ -488,9 +509,7 @@ def top(
     engine = request.app.state.engine
     _sync(request, store, site)
     rows = top_sales(engine, query, sort_by=sort_by, limit=limit, currency=wanted)
-    with store.connect() as conn:
-        known = catalog.by_codes(conn, site_id=site["id"], codes=[r["code"] for r in rows])
-    names = {code: row["name"] for code, row in known.items()}
+    names = product_names(store, engine, site=site, rows=[(r["product_id"], r["code"]) for r in rows])
     return top_products(engine, query, sort_by=sort_by, limit=limit, currency=wanted, names=names, rows=rows)
 
 
@@ -552,8 +571,11 @@ for _path, _replacement in REMOVED.items():
         include_in_schema=False,
     )
 
-# Every product route states the shared semantics after its own.
+# Every product route states the shared semantics after its own; the routes about one product also
+# say which products they answer for.
 for _route in product_router.routes:
     if isinstance(_route, APIRoute):
+        if _route.endpoint in (overview, dwell_time, associations):
+            _route.description = f"{_route.description}\n\n{ONE_PRODUCT}"
         _route.description = f"{_route.description}\n\n{SEMANTICS}"
 router.include_router(product_router)

@@ -498,3 +498,93 @@ def test_a_line_naming_only_a_product_id_is_that_product_over_http(app, owner):
     assert [(a["productItemCode"], a["productId"], a["name"]) for a in related.json()["associations"]] == [
         (None, loose, None)
     ]
+
+
+def test_a_product_named_only_by_its_product_id_has_routes_and_names(app, owner):
+    """LOOSE: a productId no code derives to, named by code-less lines only; C: a feed product whose
+    lines in the range name only its productId. Clicking through a top row answers, never 404."""
+    site = owner.make_site(timezone="UTC")
+    loose = "0a0b0c0d-0000-4000-8000-0000000000ff"
+    assert post_feed(owner, site, "productItemCode,name\nC,Cherry\n", "text/csv").status_code == 200
+    view = {
+        "siteId": site["id"],
+        "events": [event("product_view", "v1", "s1", "09:00:00", "A", name="Apple")],
+    }
+    assert owner.post("/analytics/track/batch", json=view).json()["rejected"] == []
+    before = datetime.now(UTC)
+    o1 = order("o1", "v1", "s1", "09:05:00", "EUR", [("A", 1, "10.00")])
+    o1["items"].append(
+        {"productId": loose, "quantity": 1, "price": "3.00", "name": "Loose tea", "categoryPath": "Tea"}
+    )
+    o2 = order("o2", "v2", "s2", "09:10:00", "USD", [])
+    o2["items"] = [{"productId": loose, "quantity": 2, "price": "4.00", "name": "Loose leaf tea"},
+                   {"productId": pid(site, "C"), "quantity": 1, "price": "6.00"}]  # fmt: skip
+    o2["total"] = "14.00"
+    # A refund gives no price, but it was seen: the last time the product was.
+    r1 = order("r1", "v2", "s2", "10:00:00", "USD", [], isRefund=True, refundOf="o2")
+    r1["items"], r1["total"] = [{"productId": loose, "quantity": -1, "price": "3.50"}], "-3.50"
+    for body in (o1, o2, r1):
+        response = owner.post("/analytics/track/order", json={"siteId": site["id"], **body})
+        assert response.status_code == 201, response.text
+    app.state.ingest.flush()
+    after = datetime.now(UTC)
+    base = f"/analytics/product/{site['id']}"
+
+    top = owner.get(f"{base}/top", params=DAY).json()
+    assert [(p["currency"], p["productItemCode"], p["productId"], p["name"], p["units"], p["revenue"])
+            for p in top["products"]] == [
+        ("EUR", "A", pid(site, "A"), "Apple", 1, "10.00"),
+        ("EUR", None, loose, "Loose leaf tea", 1, "3.00"),
+        ("USD", None, loose, "Loose leaf tea", 2, "8.00"),
+        ("USD", None, pid(site, "C"), "Cherry", 1, "6.00"),
+    ]  # fmt: skip
+
+    overview = owner.get(f"{base}/overview", params={**DAY, "productId": loose})
+    assert overview.status_code == 200, overview.text
+    body = overview.json()
+    product = body.pop("product")
+    assert before <= datetime.fromisoformat(product.pop("updatedAt")) <= after
+    assert product == {
+        "productId": loose, "productItemCode": None, "name": "Loose leaf tea", "price": "4.00", "currency": "USD",
+        "categories": ["Tea"], "stock": None, "url": None, "image": None, "inFeed": False, "seenInEvents": True,
+        "firstSeenAt": "2024-03-01T09:05:00Z", "lastSeenAt": "2024-03-01T10:00:00Z",
+    }  # fmt: skip
+    assert {k: v for k, v in body.items() if k != "range"} == {
+        "views": 0, "uniqueViewers": 0, "addToCarts": 0, "addToCartPeople": 0, "purchases": 2, "unitsSold": 3,
+        "buyers": 2, "people": 2, "viewToCartRate": 0.0, "conversionRate": 0.0,
+        "revenueByCurrency": [
+            {"currency": "EUR", "revenue": "3.00", "orders": 1, "units": 1},
+            {"currency": "USD", "revenue": "8.00", "orders": 1, "units": 2},
+        ],
+        "revenue": {"amount": None, "currency": None, "mixed": True},
+    }  # fmt: skip
+
+    dwell = owner.get(f"{base}/dwell-time", params={**DAY, "productId": loose})
+    assert dwell.status_code == 200, dwell.text
+    assert (dwell.json()["product"], dwell.json()["events"]) == (
+        {"productId": loose, "productItemCode": None, "name": "Loose leaf tea"},
+        0,
+    )
+
+    # Baskets o1 {A, LOOSE} and o2 {LOOSE, C}: N=2, |LOOSE|=2; A and C each together 1, in 1 basket.
+    related = owner.get(f"{base}/associations", params={**DAY, "productId": loose, "source": "purchase"})
+    assert related.status_code == 200, related.text
+    assert [(a["productItemCode"], a["productId"], a["name"], a["together"], a["basketsWithProduct"],
+             a["support"], a["confidence"], a["lift"]) for a in related.json()["associations"]] == [
+        ("A", pid(site, "A"), "Apple", 1, 1, 0.5, 0.5, 1.0),
+        (None, pid(site, "C"), "Cherry", 1, 1, 0.5, 0.5, 1.0),
+    ]  # fmt: skip
+    from_a = owner.get(
+        f"{base}/associations", params={**DAY, "productId": pid(site, "A"), "source": "purchase"}
+    )
+    assert [(a["productId"], a["name"]) for a in from_a.json()["associations"]] == [(loose, "Loose leaf tea")]
+
+    # A productId that nothing names is still not found.
+    nothing = owner.get(
+        f"{base}/overview", params={**DAY, "productId": "0a0b0c0d-0000-4000-8000-0000000000fe"}
+    )
+    assert nothing.status_code == 404 and nothing.json()["error"]["code"] == "PRODUCT_NOT_FOUND"
+    spec = owner.client.get("/openapi.json").json()["paths"]
+    for route in ("overview", "dwell-time", "associations"):
+        described = spec[f"/api/v1/analytics/product/{{siteId}}/{route}"]["get"]["description"]
+        assert "answered with a product made from those lines" in described, route

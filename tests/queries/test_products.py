@@ -104,7 +104,7 @@ def test_a_line_naming_only_a_product_id_is_that_product_in_every_query(lake):
 
     # Baskets o1-o4: A in o1, o2 and o4; B in o4; LOOSE in o3 and o4.
     baskets = product_associations(engine, DAY, product=catalog_row("A"), source="purchase", mode="cart",
-                                   limit=10, names={"B": "Banana"})  # fmt: skip
+                                   limit=10, names={pid("B"): "Banana"})  # fmt: skip
     assert (baskets.baskets, baskets.product_baskets, baskets.related_products) == (4, 3, 2)
     assert [(a.product_id, a.product_item_code, a.name, a.together, a.baskets_with_product, a.support,
              a.confidence, a.lift) for a in baskets.associations] == [

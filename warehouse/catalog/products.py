@@ -75,7 +75,13 @@ def by_codes(conn: Connection, *, site_id: str, codes: Iterable[str | None]) -> 
     codes_of: dict[str, list[str]] = {}
     for code in dict.fromkeys(c for c in codes if c is not None):
         codes_of.setdefault(str(product_id_for(site_id, code)), []).append(code)
-    wanted = builtins.list(codes_of)
+    stored = by_ids(conn, site_id=site_id, product_ids=codes_of)
+    return {code: row for product_id, row in stored.items() for code in codes_of[product_id]}
+
+
+def by_ids(conn: Connection, *, site_id: str, product_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The stored products among ``product_ids``, by product id."""
+    wanted = builtins.list(dict.fromkeys(product_ids))
     found: dict[str, dict[str, Any]] = {}
     for start in range(0, len(wanted), CHUNK):
         rows = conn.execute(
@@ -84,8 +90,7 @@ def by_codes(conn: Connection, *, site_id: str, codes: Iterable[str | None]) -> 
             )
         )
         for row in rows:
-            for code in codes_of[row.product_id]:
-                found[code] = to_dict(row)
+            found[row.product_id] = to_dict(row)
     return found
 
 
