@@ -26,7 +26,6 @@ from pydantic.alias_generators import to_camel
 from queries import library
 from queries.money import MoneyTotal, format_amount, money_total, per_unit
 from queries.ranges import LocalDays
-from warehouse.catalog.product_identity import product_id_for
 from warehouse.engine import Engine
 
 UNKNOWN_CATEGORY = "unknown"
@@ -143,7 +142,7 @@ class CategoryTree(_Camel):
 
 
 class CategoryProduct(_Camel):
-    product_id: str | None
+    product_id: str
     product_item_code: str | None
     name: str | None
     views: int
@@ -372,18 +371,17 @@ def category_tree(engine: Engine, query: CategoryQuery) -> CategoryTree:
 
 
 def category_products(engine: Engine, query: CategoryQuery, *, limit: int) -> CategoryProducts:
-    """Products seen or sold in the subtree, most viewed first (then most orders): their activity
-    there, sales per currency, and the share of their viewers who bought them at or after viewing."""
+    """Products seen or sold in the subtree, most viewed first (then most orders, then by code, products
+    known only by productId last): their activity there, sales per currency, and the share of their
+    viewers who bought them at or after viewing. A product is its productId: a line naming only the
+    productId of a code is that code's product."""
     with _category_activity(engine, query) as cursor:
-        rows = _run(cursor, "category_products", {"limit": limit})
+        rows = _run(cursor, "category_products", {"site_id": query.site_id, "limit": limit})
     products = []
     for r in rows:
-        key: str = r["product_key"]
-        code = None if key.startswith("id:") else key
-        product_id = str(product_id_for(query.site_id, code)) if code else r["line_product_id"]
         products.append(
             CategoryProduct(
-                product_id=product_id, product_item_code=code, name=r["product_name"], views=r["views"],
+                product_id=r["product_id"], product_item_code=r["code"], name=r["product_name"], views=r["views"],
                 viewers=r["viewers"], clicks=r["clicks"], add_to_carts=r["add_to_carts"], orders=r["orders"],
                 units_sold=int(r["units_sold"]), buyers=r["buyers"], viewers_who_bought=r["viewers_who_bought"],
                 view_to_purchase_rate=rate(r["viewers_who_bought"], r["viewers"]),

@@ -119,9 +119,11 @@ def conversion(request: Request, query: Category) -> CategoryConversion:
 
 @router.get("/products", **_response(CategoryProducts))
 def products(request: Request, query: Category, limit: Limit = 20) -> CategoryProducts:
-    """Products viewed, clicked, added or sold in the categories, most viewed first, then most orders.
-    A product is its `productItemCode`; `productId` is its canonical uuid (the same code on the same
-    site is always the same id). Counts are those that name the selected categories: `views`,
+    """Products viewed, clicked, added or sold in the categories, most viewed first, then most orders,
+    then by code (products known only by `productId` last). A product is its `productId`, the canonical
+    uuid of its `productItemCode` (the same code on the same site is always the same id); an order line
+    without a code is the product its `productId` names, which is the product of a code when that id
+    derives from it (one row, with the code), else a row with `productItemCode` null. Counts are those that name the selected categories: `views`,
     `viewers`, `clicks`, `addToCarts`, `orders`, `unitsSold`, `buyers`, `viewersWhoBought` (viewers
     who bought it at or after their first view) and `viewToPurchaseRate` = viewersWhoBought / viewers;
     `name` is the latest name its events gave it, else its order lines; `revenueByCurrency` per currency."""

@@ -1,26 +1,42 @@
 -- Products of the categories in `category_events` and `category_sales`: their views, viewers, clicks
 -- and add-to-carts there, the sales of their lines there (orders, units, buyers, revenue per
 -- currency), and how many of their viewers bought them at or after viewing. A product is its
--- productItemCode; order lines that name only a productId are keyed by that id.
-WITH product_events AS (
-    SELECT product_item_code AS product_key,
+-- productId, as product analytics count it: events and lines carrying a code are the product whose id
+-- derives from it (`product_id_of`), a line without one is the product its productId names, the same
+-- product when that id derives from a code. Its code rides along (NULL when nothing here carries one).
+WITH product_codes AS (
+    -- Each code once, with its product's id (one SHA-1 per code, not per row).
+    SELECT code, product_id_of($site_id, code) AS product_id
+    FROM (
+        SELECT product_item_code AS code FROM category_events WHERE product_item_code IS NOT NULL
+        UNION SELECT product_item_code FROM category_sales WHERE product_item_code IS NOT NULL
+    )
+),
+events AS (
+    SELECT c.product_id AS product_key, e.*
+    FROM category_events AS e
+    JOIN product_codes AS c ON c.code = e.product_item_code
+),
+product_events AS (
+    SELECT product_key,
         count(*) FILTER (WHERE name = 'product_view') AS views,
         count(DISTINCT person_id) FILTER (WHERE name = 'product_view') AS viewers,
         count(*) FILTER (WHERE name = 'product_click') AS clicks,
         count(*) FILTER (WHERE name = 'add_to_cart') AS add_to_carts,
         arg_max(product_name, ts) FILTER (WHERE product_name IS NOT NULL) AS product_name
-    FROM category_events
-    WHERE product_item_code IS NOT NULL
-    GROUP BY product_item_code
+    FROM events
+    GROUP BY product_key
 ),
 lines AS (
-    SELECT coalesce(product_item_code, 'id:' || product_id) AS product_key, * FROM category_sales
+    SELECT coalesce(c.product_id, l.product_id) AS product_key, l.*
+    FROM category_sales AS l
+    LEFT JOIN product_codes AS c ON c.code = l.product_item_code
+    WHERE coalesce(c.product_id, l.product_id) IS NOT NULL
 ),
 product_sales AS (
     SELECT product_key, count(DISTINCT order_id) AS orders, sum(quantity) AS units_sold,
         count(DISTINCT person_id) AS buyers,
-        arg_max(product_name, ts) FILTER (WHERE product_name IS NOT NULL) AS product_name,
-        any_value(product_id) AS line_product_id
+        arg_max(product_name, ts) FILTER (WHERE product_name IS NOT NULL) AS product_name
     FROM lines
     GROUP BY product_key
 ),
@@ -34,8 +50,8 @@ product_revenue AS (
     GROUP BY product_key
 ),
 first_views AS (
-    SELECT product_item_code AS product_key, person_id, min(ts) AS first_view
-    FROM category_events
+    SELECT product_key, person_id, min(ts) AS first_view
+    FROM events
     WHERE name = 'product_view'
     GROUP BY ALL
 ),
@@ -46,8 +62,8 @@ viewers_who_bought AS (
     GROUP BY v.product_key
 ),
 final AS (
-    SELECT coalesce(e.product_key, s.product_key) AS product_key,
-        coalesce(e.product_name, s.product_name) AS product_name, s.line_product_id,
+    SELECT coalesce(e.product_key, s.product_key) AS product_id, c.code,
+        coalesce(e.product_name, s.product_name) AS product_name,
         coalesce(e.views, 0) AS views, coalesce(e.viewers, 0) AS viewers, coalesce(e.clicks, 0) AS clicks,
         coalesce(e.add_to_carts, 0) AS add_to_carts, coalesce(s.orders, 0) AS orders,
         coalesce(s.units_sold, 0) AS units_sold, coalesce(s.buyers, 0) AS buyers,
@@ -56,7 +72,8 @@ final AS (
     FULL JOIN product_sales AS s ON s.product_key = e.product_key
     LEFT JOIN product_revenue AS r ON r.product_key = coalesce(e.product_key, s.product_key)
     LEFT JOIN viewers_who_bought AS w ON w.product_key = coalesce(e.product_key, s.product_key)
+    LEFT JOIN product_codes AS c ON c.product_id = coalesce(e.product_key, s.product_key)
 )
 SELECT * FROM final
-ORDER BY views DESC, orders DESC, product_key
+ORDER BY views DESC, orders DESC, code NULLS LAST, product_id
 LIMIT $limit

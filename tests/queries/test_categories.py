@@ -292,3 +292,32 @@ def test_blank_parts_of_a_stored_path_are_dropped(lake):
         ("Home", "unknown"),
         (KITCHEN, "Home"),
     ]
+
+
+def test_a_line_naming_only_a_product_id_is_that_product(lake):
+    """ann views P5 and buys it by its productId only; bob buys it by code, and LOOSE, a productId no
+    code derives to: P5 is one product (its viewer bought it), LOOSE another, without a code."""
+    ingest, engine = lake
+    p5, loose = str(product_id_for(SITE, "P5")), "0a0b0c0d-0000-4000-8000-0000000000ff"
+    by_id = {"productId": p5, "quantity": 1, "price": "4.00", "categoryPath": KITCHEN}
+    journeys_for(ingest, {
+        "ann": [
+            product("product_view", 1, "10:00:00", "P5", KITCHEN, "s-ann"),
+            {"order": "o1", "at": at(1, "10:05:00"), "currency": "EUR", "total": "4.00", "items": [by_id]},
+        ],
+        "bob": [
+            {"order": "o2", "at": at(1, "11:00:00"), "currency": "EUR", "total": "11.00", "items": [
+                {"productItemCode": "P5", "quantity": 2, "price": "4.00", "categoryPath": KITCHEN},
+                {"productId": loose, "quantity": 1, "price": "3.00", "name": "Loose tea", "categoryPath": KITCHEN},
+            ]},
+        ],
+    })  # fmt: skip
+    rows = dump(category_products(engine, query(KITCHEN), limit=10))["products"]
+    assert rows == [
+        {"productId": p5, "productItemCode": "P5", "name": "Name P5", "views": 1, "viewers": 1, "clicks": 0,
+         "addToCarts": 0, "orders": 2, "unitsSold": 3, "buyers": 2, "viewersWhoBought": 1,
+         "viewToPurchaseRate": 1.0, "revenueByCurrency": [money("EUR", "12.00", 2, "6.00")]},
+        {"productId": loose, "productItemCode": None, "name": "Loose tea", "views": 0, "viewers": 0, "clicks": 0,
+         "addToCarts": 0, "orders": 1, "unitsSold": 1, "buyers": 1, "viewersWhoBought": 0,
+         "viewToPurchaseRate": 0.0, "revenueByCurrency": [money("EUR", "3.00", 1, "3.00")]},
+    ]  # fmt: skip
