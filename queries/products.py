@@ -279,19 +279,33 @@ class BasketCounts:
     pairs: list[tuple[str, str | None, int, int]]
 
 
+def basket_lines(source: Source, mode: Mode) -> str:
+    """The query of the distinct (basket, product_key, id_only) lines of one kind of basket. Events name
+    products by code; sale lines may name one by productId alone, which ``product_baskets_purchase.sql``
+    resolves for the three purchase modes alike."""
+    baskets = library.sql(f"product_baskets_{source}_{mode}")
+    if source == "cart":
+        return baskets
+    return f"WITH order_lines AS MATERIALIZED (\n{baskets}\n),\n{library.sql('product_baskets_purchase')}"
+
+
 def association_counts(
-    engine: Engine, query: ProductRange, *, product_id: str, source: Source, mode: Mode, limit: int
+    engine: Engine,
+    query: ProductRange,
+    *,
+    product: dict[str, Any],
+    source: Source,
+    mode: Mode,
+    limit: int,
 ) -> BasketCounts:
     """Basket counts for one product: see ``product_associations.sql`` and ``product_baskets_*.sql``."""
-    text = (
-        f"WITH basket_lines AS MATERIALIZED (\n{library.sql(f'product_baskets_{source}_{mode}')}\n),\n"
-        + library.sql("product_associations")
+    text = f"WITH basket_lines AS MATERIALIZED (\n{basket_lines(source, mode)}\n),\n" + library.sql(
+        "product_associations"
     )
+    params = {**query.params(), "code": product["product_item_code"], "product_id": product["product_id"]}
     cursor = engine.cursor()
     try:
-        table: pa.Table = cursor.sql(
-            text, params={**query.params(), "product_id": product_id, "limit": limit}
-        ).to_arrow_table()
+        table: pa.Table = cursor.sql(text, params={**params, "limit": limit}).to_arrow_table()
     finally:
         cursor.close()
     rows = table.to_pylist()
@@ -326,9 +340,7 @@ def product_associations(
     """Market-basket figures of the product against each product that shares a basket with it, most
     frequent pairs first. ``names`` maps productIds to names (``product_names``; others have none); a
     product whose lines name only its productId has no code in the rows."""
-    counts = association_counts(
-        engine, query, product_id=product["product_id"], source=source, mode=mode, limit=limit
-    )
+    counts = association_counts(engine, query, product=product, source=source, mode=mode, limit=limit)
     rows = []
     for product_id, code, together, other in counts.pairs:
         support, confidence, lift = association_rates(together, counts.product_baskets, other, counts.baskets)

@@ -1,6 +1,6 @@
 -- Baskets for source=cart, mode=all: the products one person (the linked user, else the visitor)
 -- added to cart in the range.
-SELECT DISTINCT hash(person_id) AS basket, product_item_code AS code, NULL::VARCHAR AS line_product_id
+SELECT DISTINCT hash(person_id) AS basket, product_item_code AS product_key, false AS id_only
 FROM events_people
 WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
     AND ts >= $range_start AND ts < $range_end

@@ -28,6 +28,6 @@ carts AS (
         sum(closes) OVER (PARTITION BY session_key ORDER BY ts, closes ROWS UNBOUNDED PRECEDING) AS cart
     FROM marks
 )
-SELECT DISTINCT hash(session_key, cart) AS basket, code, NULL::VARCHAR AS line_product_id
+SELECT DISTINCT hash(session_key, cart) AS basket, code AS product_key, false AS id_only
 FROM carts
 WHERE closes = 0

@@ -1,7 +1,7 @@
 -- Baskets for source=purchase, mode=all: everything one person (the linked user, else the visitor)
--- bought in the range, refunds apart.
-SELECT DISTINCT hash(person_id) AS basket, code,
-    CASE WHEN code IS NULL THEN line_product_id END AS line_product_id
+-- bought in the range, refunds apart. Each line with its code, or without one its productId;
+-- `product_baskets_purchase.sql` makes products of them.
+SELECT hash(person_id) AS basket, code, CASE WHEN code IS NULL THEN line_product_id END AS line_product_id
 FROM (
     SELECT person_id, nullif(item.product_item_code, '') AS code, item.product_id AS line_product_id,
         item.quantity

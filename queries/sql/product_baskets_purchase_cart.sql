@@ -1,7 +1,7 @@
 -- Baskets for source=purchase, mode=cart: every sale in the range (refunds apart) is a basket of the
--- products on its lines (quantity above 0); a line without productItemCode is named by its productId.
-SELECT DISTINCT hash(order_id) AS basket, code,
-    CASE WHEN code IS NULL THEN line_product_id END AS line_product_id
+-- products on its lines (quantity above 0). Each line with its code, or without one its productId;
+-- `product_baskets_purchase.sql` makes products of them.
+SELECT hash(order_id) AS basket, code, CASE WHEN code IS NULL THEN line_product_id END AS line_product_id
 FROM (
     SELECT order_id, nullif(item.product_item_code, '') AS code, item.product_id AS line_product_id,
         item.quantity

@@ -1,10 +1,12 @@
 """Associations: the basket counts and rates equal a plain-Python reading of the definition on random
-orders, carts and checkouts, for every source and mode."""
+orders (lines by code, by a code's productId alone, or by a productId no code derives to), carts and
+checkouts, for every source and mode."""
 
 from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from fractions import Fraction
 
@@ -19,6 +21,7 @@ from warehouse.catalog.product_identity import product_id_for
 DAY = date(2024, 5, 1)
 START = datetime(2024, 5, 1, 8, tzinfo=UTC)
 CODES = ["A", "B", "C", "D", "E"]
+LOOSE = "0a0b0c0d-0000-4000-8000-0000000000ff"  # a productId no code derives to
 VISITORS = ["v0", "v1", "v2", "v3"]
 SESSIONS = ["s0", "s1"]
 
@@ -32,7 +35,8 @@ order_strategy = st.fixed_dictionaries(
         "visitor": st.sampled_from(VISITORS),
         "session": st.sampled_from(SESSIONS),
         "minute": st.integers(0, 12),
-        "codes": st.lists(st.sampled_from(CODES), min_size=1, max_size=4),
+        # (code, by_id): a line naming the code, or only its productId; LOOSE lines name only LOOSE.
+        "lines": st.lists(st.tuples(st.sampled_from([*CODES, LOOSE]), st.booleans()), min_size=1, max_size=4),
         "refund": st.sampled_from([False, False, False, True]),
     }
 )
@@ -48,14 +52,25 @@ event_strategy = st.fixed_dictionaries(
 )
 
 
-def reference_baskets(orders: list[dict], events: list[dict], source: str, mode: str) -> list[set[str]]:
+def product_of(site_id: str, name: str) -> str:
+    return name if name == LOOSE else str(product_id_for(site_id, name))
+
+
+def reference_baskets(
+    site_id: str, orders: list[dict], events: list[dict], source: str, mode: str
+) -> tuple[list[set[str]], dict[str, str]]:
+    """The baskets as sets of productIds, and the codes the baskets' lines name, by productId."""
     baskets: dict[object, set[str]] = defaultdict(set)
+    codes: dict[str, str] = {}
     sales = [(i, o) for i, o in enumerate(orders) if not o["refund"]]
     if source == "purchase":
         for i, o in sales:
             key = {"cart": i, "session": (o["visitor"], o["session"]), "all": o["visitor"]}[mode]
-            baskets[key] |= set(o["codes"])
-        return list(baskets.values())
+            baskets[key] |= {product_of(site_id, name) for name, _ in o["lines"]}
+            codes |= {
+                product_of(site_id, name): name for name, by_id in o["lines"] if name != LOOSE and not by_id
+            }
+        return list(baskets.values()), codes
     checkouts: dict[tuple[str, str], list[int]] = defaultdict(list)
     for _, o in sales:
         checkouts[(o["visitor"], o["session"])].append(o["minute"])
@@ -68,25 +83,37 @@ def reference_baskets(orders: list[dict], events: list[dict], source: str, mode:
         session = (e["visitor"], e["session"])
         cart = sum(1 for minute in checkouts[session] if minute < e["minute"])
         key = {"cart": (*session, cart), "session": session, "all": e["visitor"]}[mode]
-        baskets[key].add(e["code"])
-    return list(baskets.values())
+        baskets[key].add(product_of(site_id, e["code"]))
+        codes[product_of(site_id, e["code"])] = e["code"]
+    return list(baskets.values()), codes
 
 
-def reference(baskets: list[set[str]], product: str) -> tuple[int, int, list[tuple]]:
+def reference(
+    baskets: list[set[str]], product: str, code_of: Callable[[str], str | None] = lambda p: p
+) -> tuple[int, int, list[tuple]]:
+    """Counts and rows (code, together, |B|, support, confidence, lift, product) for ``product`` over
+    baskets of products; rows by together, then lift, then code (products without one last, then by
+    product)."""
     n = len(baskets)
     with_product = [b for b in baskets if product in b]
     rows = []
-    for other in sorted({c for b in with_product for c in b} - {product}):
+    for other in {c for b in with_product for c in b} - {product}:
         together = sum(1 for b in with_product if other in b)
         other_baskets = sum(1 for b in baskets if other in b)
         support = round(together / n, 6)
         confidence = round(together / len(with_product), 6)
         lift = round(together * n / (len(with_product) * other_baskets), 6)
-        rows.append(
-            (other, together, other_baskets, support, confidence, lift, Fraction(together, other_baskets))
-        )
-    rows.sort(key=lambda r: (-r[1], -r[6], r[0]))
-    return n, len(with_product), [r[:6] for r in rows]
+        code = code_of(other)
+        order = (-together, -Fraction(together, other_baskets), code is None, code or "", other)
+        rows.append((order, (code, together, other_baskets, support, confidence, lift, other)))
+    return n, len(with_product), [row for _, row in sorted(rows)]
+
+
+def named(site_id: str, name: str, by_id: bool) -> dict[str, str]:
+    """How an order line names its product: by code, or by productId alone."""
+    if by_id or name == LOOSE:
+        return {"productId": product_of(site_id, name)}
+    return {"productItemCode": name}
 
 
 def load(ingest, site_id: str, orders: list[dict], events: list[dict]) -> None:
@@ -95,7 +122,7 @@ def load(ingest, site_id: str, orders: list[dict], events: list[dict]) -> None:
     wire_orders = [
         {"orderId": f"o{i}", "visitorId": o["visitor"], "sessionId": o["session"], "timestamp": at(o["minute"]),
          "total": "-1" if o["refund"] else "1", "isRefund": o["refund"],
-         "items": [{"productItemCode": c, "quantity": 1, "price": "1"} for c in o["codes"]]}
+         "items": [{**named(site_id, name, by_id), "quantity": 1, "price": "1"} for name, by_id in o["lines"]]}
         for i, o in enumerate(orders)
     ]  # fmt: skip
     wire_events = []
@@ -135,12 +162,13 @@ def test_associations_match_the_reference(lake, orders, events, product):
             got = product_associations(
                 engine, query, product=row, source=source, mode=mode, limit=100, names={}
             )
-            n, with_product, rows = reference(reference_baskets(orders, events, source, mode), product)
+            baskets, codes = reference_baskets(site_id, orders, events, source, mode)
+            n, with_product, rows = reference(baskets, product_of(site_id, product), codes.get)
             assert (got.baskets, got.product_baskets, got.related_products) == (n, with_product, len(rows)), (
                 source, mode
             )  # fmt: skip
-            assert [(a.product_item_code, a.together, a.baskets_with_product, a.support, a.confidence, a.lift)
-                    for a in got.associations] == rows, (source, mode)  # fmt: skip
+            assert [(a.product_item_code, a.together, a.baskets_with_product, a.support, a.confidence, a.lift,
+                     a.product_id) for a in got.associations] == rows, (source, mode)  # fmt: skip
 
 
 def test_rates_by_hand_and_with_empty_denominators():
@@ -176,4 +204,4 @@ def test_associations_on_real_invoices_match_a_reading_of_the_file(lake):
     assert [
         (a.product_item_code, a.together, a.baskets_with_product, a.support, a.confidence, a.lift)
         for a in got.associations
-    ] == rows[:100]
+    ] == [row[:6] for row in rows[:100]]
