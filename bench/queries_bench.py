@@ -6,7 +6,8 @@ Parquet files. Counts must match (a parity check is printed); ratios are ours / 
 
     .venv/bin/pip install -e '.[bench]'
     .venv/bin/python bench/queries_bench.py [--events 10000000] [--days 28] [--visitors EVENTS/20]
-        [--lake DIR] [--runs 3] [--skip funnel,cohort,journeys,overview,categories,revenue,associations,polars,chdb]
+        [--lake DIR] [--runs 3] [--orders-on-events-site]
+        [--skip funnel,cohort,journeys,overview,categories,revenue,associations,top,polars,chdb]
 
 Events are written 100,000 at a time (several files per day, never all in memory) and compacted. ``--lake DIR`` keeps the
 lake in DIR and reuses it when it already holds events. Every figure is the median of ``--runs``
@@ -44,9 +45,10 @@ from queries.cohort import CohortQuery, cohort_report  # noqa: E402
 from queries.funnel import FunnelQuery, funnel  # noqa: E402
 from queries.journeys import JourneyRange, journey_stats  # noqa: E402
 from queries.overview import Scope, overview  # noqa: E402
-from queries.products import ProductRange, product_associations  # noqa: E402
+from queries.products import ProductRange, product_associations, top_sales  # noqa: E402
 from queries.revenue import ReportRange, revenue_overview  # noqa: E402
 from warehouse import visitor_activity  # noqa: E402
+from warehouse.catalog.product_identity import product_id_for  # noqa: E402
 from warehouse.compaction import compact_table  # noqa: E402
 from warehouse.engine import Engine  # noqa: E402
 from warehouse.lake import EVENTS, MONEY, ORDER_ITEM, ORDERS, ORDERS_SCHEMA, Lake  # noqa: E402
@@ -58,7 +60,9 @@ NOW = datetime(2026, 11, 22, tzinfo=UTC)  # every period of the report has start
 CHUNK_ROWS = 100_000  # several flush files per daily partition, as the flusher leaves them
 PRODUCTS = 5000
 # The carts' orders live on a site of their own, so that the funnel and retention over SITE's events stay
-# comparable with chDB's and polars' (which read events only; Aisle counts orders as purchases).
+# comparable with chDB's and polars' (which read events only; Aisle counts orders as purchases), unless
+# --orders-on-events-site puts them on SITE (product top then reads the sold products' views and
+# add-to-carts, as a shop's would).
 ORDERS_SITE = "44444444-4444-4444-4444-444444444444"
 
 
@@ -184,10 +188,10 @@ def orders_from_carts(rng: np.random.Generator, table: pa.Table, *, prefix: str)
     )
 
 
-def generate(lake: Lake, *, events: int, days: int, visitors: int) -> int:
+def generate(lake: Lake, *, events: int, days: int, visitors: int, orders_site: str = ORDERS_SITE) -> int:
     """``events`` events over ``days`` daily partitions of one site, written a million rows at a time
     (the flusher's way: several files per partition), then compacted; product events name products, and
-    a third of the carts become orders of ORDERS_SITE. Returns the events written."""
+    a third of the carts become orders of ``orders_site``. Returns the events written."""
     rng = np.random.default_rng(7)
     per_day = events // days
     for day_number in range(days):
@@ -198,7 +202,7 @@ def generate(lake: Lake, *, events: int, days: int, visitors: int) -> int:
             table = with_products(rng, table)
             lake.write_file(EVENTS, table, site_id=SITE, date=day.isoformat())
             orders = orders_from_carts(rng, table, prefix=f"o{day_number}-{chunk}-")
-            lake.write_file(ORDERS, orders, site_id=ORDERS_SITE, date=day.isoformat())
+            lake.write_file(ORDERS, orders, site_id=orders_site, date=day.isoformat())
     compact_table(lake, EVENTS)
     compact_table(lake, ORDERS)
     return per_day * days
@@ -316,9 +320,17 @@ def main() -> None:
     parser.add_argument("--lake", type=Path, help="keep the lake here; reuse it when it holds events")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
+        "--orders-on-events-site",
+        action="store_true",
+        help="generate the orders on the events' site: product top then counts the views and add-to-carts "
+        "of the products sold, but the funnel and retention count orders as purchases (no parity with chDB "
+        "and polars). A reused lake keeps the site its orders were generated on",
+    )
+    parser.add_argument(
         "--skip",
         default="",
-        help="comma-separated: funnel, cohort, journeys, overview, categories, revenue, associations, polars, chdb",
+        help="comma-separated: funnel, cohort, journeys, overview, categories, revenue, associations, top, "
+        "polars, chdb",
     )
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -329,7 +341,13 @@ def main() -> None:
     written = (
         None
         if lake.live_files(EVENTS)
-        else generate(lake, events=args.events, days=args.days, visitors=visitors)
+        else generate(
+            lake,
+            events=args.events,
+            days=args.days,
+            visitors=visitors,
+            orders_site=SITE if args.orders_on_events_site else ORDERS_SITE,
+        )
     )
     prepared = time.perf_counter() - began
     files = [str(f) for f in lake.live_files(EVENTS)]
@@ -351,6 +369,10 @@ def main() -> None:
     }
     if written is None:
         report["events"] = engine.cursor().sql("SELECT count(*) FROM events").fetchall()[0][0]
+    orders_site = ORDERS_SITE
+    if [row[0] for row in engine.cursor().sql("SELECT DISTINCT site_id FROM orders").fetchall()] == [SITE]:
+        orders_site = SITE
+    report["ordersSite"] = "the events' site" if orders_site == SITE else "a site of their own"
 
     if "funnel" not in skip:
         funnel_query = FunnelQuery(site_id=SITE, steps=tuple(STEPS), start_date=FIRST, end_date=last,
@@ -404,9 +426,9 @@ def main() -> None:
                                         "productViewers": result.metrics.product_viewers,
                                         "orders": result.metrics.orders, "machine": load}  # fmt: skip
     if "revenue" not in skip:
-        # Sales per currency and per day over the whole range: the orders of ORDERS_SITE.
+        # Sales per currency and per day over the whole range: the orders of their site.
         load = _load()
-        revenue_range = ReportRange(ORDERS_SITE, FIRST, last)
+        revenue_range = ReportRange(orders_site, FIRST, last)
         figures, result = measure(
             lambda: revenue_overview(engine, revenue_range, site_currency="EUR"), args.runs
         )
@@ -414,17 +436,20 @@ def main() -> None:
                                      "machine": load}  # fmt: skip
     if "associations" not in skip:
         # One product's associations over the whole range: the most popular product (the most baskets to
-        # read), for carts (SITE's add_to_cart events) and orders (ORDERS_SITE), every basket mode: one
-        # cart or order, a session's, a person's over the range.
-        product = {"product_id": "", "product_item_code": "P0", "name": None}
+        # read), for carts (SITE's add_to_cart events) and orders (their site), every basket mode: one
+        # cart or order, a session's, a person's over the range. The product is named by code and id:
+        # queries before product ids read the code, later ones the id.
         report["associations"] = {}
         for source, mode in [(s, m) for s in ("cart", "purchase") for m in ("cart", "session", "all")]:
             load = _load()
-            site = SITE if source == "cart" else ORDERS_SITE
+            site = SITE if source == "cart" else orders_site
+            product = {"product_id": str(product_id_for(site, "P0")), "product_item_code": "P0", "name": None}
             product_range = ProductRange(site_id=site, start_date=FIRST, end_date=last)
             figures, result = measure(
-                lambda source=source, mode=mode, product_range=product_range: product_associations(
-                    engine, product_range, product=product, source=source, mode=mode, limit=20, names={}
+                lambda source=source, mode=mode, product_range=product_range, product=product: (
+                    product_associations(
+                        engine, product_range, product=product, source=source, mode=mode, limit=20, names={}
+                    )
                 ),
                 args.runs,
             )
@@ -432,7 +457,20 @@ def main() -> None:
                 **figures, "baskets": result.baskets, "productBaskets": result.product_baskets,
                 "relatedProducts": result.related_products, "machine": load,
             }  # fmt: skip
-    print(json.dumps(report, indent=2))
+    if "top" not in skip:
+        # The ten best-selling products by revenue over the whole range (the SQL of the top route; the
+        # route also merges new products into the catalog and looks names up, not timed here), with
+        # their views and add-to-carts when the orders are on the events' site.
+        load = _load()
+        top_range = ProductRange(site_id=orders_site, start_date=FIRST, end_date=last)
+        figures, rows = measure(
+            lambda: top_sales(engine, top_range, sort_by="revenue", limit=10, currency=None), args.runs
+        )
+        report["productTop"] = {
+            **figures, "rows": len(rows), "first": {k: rows[0][k] for k in ("code", "orders", "views")} if rows else None,
+            "machine": load,
+        }  # fmt: skip
+    print(json.dumps(report, indent=2, default=str))
 
 
 if __name__ == "__main__":
