@@ -458,6 +458,9 @@ def associations(
     most `together` first, then higher lift, then code; `relatedProducts` counts every B. `name` is the
     catalog's, or for a product its lines name only by `productId` (`productItemCode` null) the newest
     of those lines' names; null when unknown."""
+    # What arrived since the catalog's last read first, as top does: the related products are named
+    # from it.
+    _sync(request, store, site)
     product = load_product(request, store, site, product_id)
     engine = request.app.state.engine
     figures = product_associations(

@@ -588,3 +588,26 @@ def test_a_product_named_only_by_its_product_id_has_routes_and_names(app, owner)
     for route in ("overview", "dwell-time", "associations"):
         described = spec[f"/api/v1/analytics/product/{{siteId}}/{route}"]["get"]["description"]
         assert "answered with a product made from those lines" in described, route
+
+
+def test_associations_name_products_first_sold_after_the_last_catalog_read(app, owner):
+    site = owner.make_site(timezone="UTC")
+    sold = owner.post("/analytics/track/batch", json={"siteId": site["id"], "events": [
+        event("product_view", "v1", "s1", "09:00:00", "A", name="Apple")]})  # fmt: skip
+    assert sold.status_code == 200, sold.text
+    app.state.ingest.flush()
+    assert (
+        owner.get("/analytics/product/{}/catalog".format(site["id"])).json()["total"] == 1
+    )  # the catalog read
+    body = order(
+        "o1", "v1", "s1", "09:10:00", "EUR", [("A", 1, "10.00"), ("E", 1, "4.00", {"name": "Elderberry"})]
+    )
+    assert owner.post("/analytics/track/order", json={"siteId": site["id"], **body}).status_code == 201
+    app.state.ingest.flush()
+    response = owner.get(f"/analytics/product/{site['id']}/associations",
+                         params={"productId": pid(site, "A"), "source": "purchase", **DAY})  # fmt: skip
+    assert response.status_code == 200, response.text
+    # E is newer than the catalog's last read: the route reads what arrived since, as top does.
+    assert [(r["productItemCode"], r["name"]) for r in response.json()["associations"]] == [
+        ("E", "Elderberry")
+    ]
