@@ -40,16 +40,22 @@ def _fits(value: Any, column: str) -> Any:
     return value if len(value) <= limit else None
 
 
-def _seen(row: dict[str, Any]) -> SeenProduct:
+def _price(row: dict[str, Any]) -> tuple[Decimal | None, str | None]:
+    """The newest price of a product_seen/product_lines_by_id row and its currency (None, None: none)."""
     price = row["price"] or {}
     amount = price.get("amount")
+    return (None if amount is None else Decimal(amount).normalize()), price.get("currency")
+
+
+def _seen(row: dict[str, Any]) -> SeenProduct:
+    price, currency = _price(row)
     return SeenProduct(
         product_item_code=row["code"],
         first_seen_at=row["first_seen_at"],
         last_seen_at=row["last_seen_at"],
         name=_fits(row["product_name"], "name"),
-        price=None if amount is None else Decimal(amount).normalize(),
-        currency=price.get("currency"),
+        price=price,
+        currency=currency,
         category_path=(row["category_path"] or None) if len(row["category_path"] or "") <= 500 else None,
         url=_fits(row["page"], "url"),
         image=_fits(row["image"], "image"),
@@ -92,12 +98,10 @@ def products_of_lines(
     params = {"site_id": site["id"], "product_ids": wanted}
     found = {}
     for row in library.run(engine, "product_lines_by_id", params).to_pylist():
-        price = row["price"] or {}
-        amount = price.get("amount")
+        price, currency = _price(row)
         found[row["product_id"]] = {
             "site_id": site["id"], "product_id": row["product_id"], "product_item_code": None,
-            "name": row["product_name"], "price": None if amount is None else Decimal(amount).normalize(),
-            "currency": price.get("currency") or site["currency"],
+            "name": row["product_name"], "price": price, "currency": currency or site["currency"],
             "categories": [row["category_path"]] if row["category_path"] else [], "stock": None, "url": None,
             "image": None, "in_feed": False, "feed_imported_at": None, "first_seen_at": row["first_seen_at"],
             "last_seen_at": row["last_seen_at"], "updated_at": row["received_until"] or row["last_seen_at"],

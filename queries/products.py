@@ -505,7 +505,8 @@ def tracking_status(
     engine: Engine, query: ProductRange, *, catalog: CatalogCounts, module_enabled: bool | None
 ) -> TrackingStatus:
     """Per product event name the events, products, last time and metadata coverage in the range (an
-    empty name or category is none); sales whose products no product event named; the catalog's make-up; and checks with how to fix each.
+    empty name or category is none); sales whose products no product event named; the catalog's
+    make-up; and checks with how to fix each.
     `status`: `ok` with product_view and add_to_cart, `partial` with other product events only or one
     of them, `not_tracking` with none."""
     params = {**query.params(), "product_events": list(PRODUCT_EVENTS)}

@@ -123,9 +123,10 @@ def products(request: Request, query: Category, limit: Limit = 20) -> CategoryPr
     then by code (products known only by `productId` last). A product is its `productId`, the canonical
     uuid of its `productItemCode` (the same code on the same site is always the same id); an order line
     without a code is the product its `productId` names, which is the product of a code when that id
-    derives from it (one row, with the code), else a row with `productItemCode` null. Counts are those that name the selected categories: `views`,
-    `viewers`, `clicks`, `addToCarts`, `orders`, `unitsSold`, `buyers`, `viewersWhoBought` (viewers
-    who bought it at or after their first view) and `viewToPurchaseRate` = viewersWhoBought / viewers;
+    derives from it (one row, with the code), else a row with `productItemCode` null. Counts are those
+    that name the selected categories: `views`, `viewers`, `clicks`, `addToCarts`, `orders`,
+    `unitsSold`, `buyers`, `viewersWhoBought` (viewers who bought it at or after their first view) and
+    `viewToPurchaseRate` = viewersWhoBought / viewers;
     `name` is the latest name its events gave it, else its order lines; `revenueByCurrency` per currency."""
     return category_products(request.app.state.engine, query, limit=limit)
 

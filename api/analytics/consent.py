@@ -314,8 +314,8 @@ def _compared_sites(store, principal: Principal, site_ids: str | None) -> list[d
     response_model=ConsentComparison,
     response_model_by_alias=True,
     description="The `/stats` figures of several sites side by side, in the order asked (omitted: the "
-    f"organisation's sites, oldest first, when it has at most {MAX_COMPARED_SITES}). The dates are read in each site's own time zone (each row says its "
-    "range). 403 when any named site is not the caller's organisation's (unknown ids too); at most "
+    f"organisation's sites, oldest first, when it has at most {MAX_COMPARED_SITES}). The dates are read in "
+    "each site's own time zone (each row says its range). 403 when any named site is not the caller's organisation's (unknown ids too); at most "
     f"{MAX_COMPARED_SITES} sites (400 `TOO_MANY_SITES`); an empty list is 400 `SITE_IDS_EMPTY`.",
 )
 def compare(

@@ -152,13 +152,16 @@ def product_id_param(
 ProductId = Annotated[str, Depends(product_id_param)]
 
 
-def load_product(request: Request, store, site: dict[str, Any], product_id: str) -> dict[str, Any]:
-    """The catalog row of `productId`; a product seen only in the lake so far is added first. A
-    productId that only order lines without a code name (the catalog names products by code) is made
-    from those lines. Called in the route's body, so that every parameter is validated before a 404."""
+def load_product(
+    request: Request, store, site: dict[str, Any], product_id: str, *, synced: bool = False
+) -> dict[str, Any]:
+    """The catalog row of `productId`; a product seen only in the lake so far is added first (unless
+    the caller has just ``synced``). A productId that only order lines without a code name (the catalog
+    names products by code) is made from those lines. Called in the route's body, so that every
+    parameter is validated before a 404."""
     with store.connect() as conn:
         row = catalog.get(conn, site_id=site["id"], product_id=product_id)
-    if row is None:
+    if row is None and not synced:
         _sync(request, store, site)
         with store.connect() as conn:
             row = catalog.get(conn, site_id=site["id"], product_id=product_id)
@@ -461,7 +464,7 @@ def associations(
     # What arrived since the catalog's last read first, as top does: the related products are named
     # from it.
     _sync(request, store, site)
-    product = load_product(request, store, site, product_id)
+    product = load_product(request, store, site, product_id, synced=True)
     engine = request.app.state.engine
     figures = product_associations(
         engine, query, product=product, source=source, mode=mode, limit=limit, names={}

@@ -204,8 +204,8 @@ def breakdown(
     "/identity/conversion-metrics", response_model=IdentityConversionMetrics, response_model_by_alias=True
 )
 def identity_metrics(request: Request, site: AnalyticsSite, report: Range) -> IdentityConversionMetrics:
-    """People of the site `siteId` (required) active in the range (an event or a sale; a refund alone is none), split into
-    `identified` (the person is a shop user: its visitor was linked to a user id at any time, or its
+    """People of the site `siteId` (required) active in the range (an event or a sale; a refund alone
+    is none), split into `identified` (the person is a shop user: its visitor was linked to a user id at any time, or its
     events carry one) and `anonymous`. Each group: `people`, `converters` (bought in the range: an order
     that is not a refund, or a purchase event), `conversionRate` (converters / people), `orders`,
     `revenueByCurrency` (`{currency, revenue, orders, buyers, avgOrderValue, revenuePerPerson}`,

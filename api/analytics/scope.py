@@ -27,16 +27,11 @@ def analytics_site(store: StoreDep, principal: CurrentUser, siteId: SiteIdText) 
 AnalyticsSite = Annotated[dict[str, Any], Depends(analytics_site)]
 
 
-# Dates a report may name (api.schemas.IsoDate states them in the schema).
-EARLIEST_DATE = EARLIEST_REPORT_DATE
-LATEST_DATE = LATEST_REPORT_DATE
-
-
 def check_report_dates(*days: date | None) -> None:
     for day in days:
-        if day is not None and not EARLIEST_DATE <= day <= LATEST_DATE:
+        if day is not None and not EARLIEST_REPORT_DATE <= day <= LATEST_REPORT_DATE:
             raise BadRequest(
-                f"dates must be between {EARLIEST_DATE} and {LATEST_DATE}; got {day}",
+                f"dates must be between {EARLIEST_REPORT_DATE} and {LATEST_REPORT_DATE}; got {day}",
                 code="DATE_OUT_OF_RANGE",
             )
 

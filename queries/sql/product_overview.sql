@@ -19,8 +19,7 @@ lines AS (
         WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
             AND ts >= $range_start AND ts < $range_end AND NOT is_refund
     )
-    WHERE CASE WHEN nullif(item.product_item_code, '') IS NULL THEN item.product_id = $product_id
-        ELSE item.product_item_code = $code END
+    WHERE line_is_product(item, $code, $product_id)
 ),
 viewers AS (SELECT DISTINCT person_id FROM product_events WHERE name = 'product_view'),
 carters AS (SELECT DISTINCT person_id FROM product_events WHERE name = 'add_to_cart'),

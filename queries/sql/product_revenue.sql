@@ -9,8 +9,7 @@ WITH lines AS (
         WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
             AND ts >= $range_start AND ts < $range_end AND NOT is_refund
     )
-    WHERE CASE WHEN nullif(item.product_item_code, '') IS NULL THEN item.product_id = $product_id
-        ELSE item.product_item_code = $code END
+    WHERE line_is_product(item, $code, $product_id)
 )
 SELECT currency, sum(quantity * price) AS revenue, count(DISTINCT order_id) AS orders, sum(quantity) AS units
 FROM lines

@@ -19,10 +19,9 @@ from pydantic import Field, ValidationError
 from aisle.gc_tuning import GC_YOUNG_THRESHOLD
 from aisle.settings import Settings
 from api.analytics.funnels import MAX_STEPS
-from api.analytics.scope import EARLIEST_DATE, LATEST_DATE
 from api.app import create_app
 from api.auth.schemas import LoginBody
-from api.schemas import NOT_BLANK_PATTERN, StrictCamelModel
+from api.schemas import EARLIEST_REPORT_DATE, LATEST_REPORT_DATE, NOT_BLANK_PATTERN, StrictCamelModel
 from api.sites.schemas import HOST_NAME, normalise_domain
 from ingest.consent import CATEGORIES as CONSENT_CATEGORIES
 from ingest.currency import ISO4217_CODES
@@ -530,7 +529,7 @@ def test_openapi_report_dates_state_the_years_reports_read(app):
                _string_branch(_parameter(spec, "/analytics/correlations/{siteId}", "startDate"))]  # fmt: skip
     assert [s["format"] for s in schemas] == ["date", "date", "date-time"]
     for schema in schemas:
-        for day in (EARLIEST_DATE, LATEST_DATE, date(2026, 1, 31)):
+        for day in (EARLIEST_REPORT_DATE, LATEST_REPORT_DATE, date(2026, 1, 31)):
             assert re.search(schema["pattern"], day.isoformat()), day
         for day in ("1969-12-31", "9001-01-01", "0001-01-01", "9999-12-31"):
             assert not re.search(schema["pattern"], day), day

@@ -68,12 +68,11 @@ def get(conn: Connection, *, site_id: str, product_id: str) -> dict[str, Any] | 
     return to_dict(row)
 
 
-def by_codes(conn: Connection, *, site_id: str, codes: Iterable[str | None]) -> dict[str, dict[str, Any]]:
+def by_codes(conn: Connection, *, site_id: str, codes: Iterable[str]) -> dict[str, dict[str, Any]]:
     """The stored products among ``codes``, by code. Looked up by product id, which every spelling of
-    a code shares (`" 123 "` is `123`): a row stored under another spelling is that product's row. A
-    None (a report's product known only by its productId) names none."""
+    a code shares (`" 123 "` is `123`): a row stored under another spelling is that product's row."""
     codes_of: dict[str, list[str]] = {}
-    for code in dict.fromkeys(c for c in codes if c is not None):
+    for code in dict.fromkeys(codes):
         codes_of.setdefault(str(product_id_for(site_id, code)), []).append(code)
     stored = by_ids(conn, site_id=site_id, product_ids=codes_of)
     return {code: row for product_id, row in stored.items() for code in codes_of[product_id]}

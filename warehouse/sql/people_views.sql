@@ -80,6 +80,13 @@ CREATE OR REPLACE MACRO product_id_of(site, code) AS uuid5_of_sha1(
     sha1(unhex('143e6f05ce8a571a8d258db674b40140') || encode(site::UUID::VARCHAR || ':' || code))
 );
 
+-- Whether an order line (an element of `items`) is the product of code `wanted_code` and productId
+-- `wanted_id`: a line carrying a code is that code's product; one without names its product by productId.
+CREATE OR REPLACE MACRO line_is_product(line, wanted_code, wanted_id) AS CASE
+    WHEN nullif(line.product_item_code, '') IS NULL THEN line.product_id = wanted_id
+    ELSE line.product_item_code = wanted_code
+END;
+
 -- The search query an event's metadata names: the first of query, q, searchQuery and searchTerm that is
 -- text or a number, in lower case, every run of white space (tabs, line breaks and Unicode spaces such
 -- as the no-break space too) one space, trimmed; NULL when nothing is left.
