@@ -42,7 +42,7 @@ SEMANTICS = (
     "selects a category and everything below it: `Home` covers `Home > Kitchen`; omitted means every "
     "category. `days`: the last N days in the site's time zone, today included. People are the linked "
     "user when a visitor was ever identified, else the visitor. Money comes from order lines (unit "
-    "price × quantity; refunds apart) per currency, never converted or summed across currencies, each "
+    "price × quantity; refunds apart; a line of quantity 0 bought nothing) per currency, never converted or summed across currencies, each "
     "amount formatted with its currency's minor units (JPY without decimals); an order counts once per "
     "category however many of its lines fall there. A card total (`revenue`) has an amount only when "
     "one currency is present (with no sales: zero in the site's currency), else `amount` and `currency` "

@@ -1,7 +1,7 @@
--- The order lines of one site's sales in the range (refunds apart), as the temporary table
--- `category_sales` of the cursor: order, person, time, currency, product, quantity, line amount
--- (unit price × quantity) and the line's normalised category path ('unknown' when it has none),
--- restricted to the subtree of $category_path when it is not null.
+-- The order lines of one site's sales in the range (refunds apart) that bought something (quantity above
+-- 0), as the temporary table `category_sales` of the cursor: order, person, time, currency, product,
+-- quantity, line amount (unit price × quantity) and the line's normalised category path ('unknown' when
+-- it has none), restricted to the subtree of $category_path when it is not null.
 CREATE OR REPLACE TEMP TABLE category_sales AS
 WITH lines AS (
     SELECT order_id, person_id, ts, currency, unnest(items) AS item
@@ -17,5 +17,5 @@ final AS (
     FROM lines
 )
 SELECT * FROM final
-WHERE $category_path IS NULL OR category_path = $category_path
-   OR starts_with(category_path, $category_path || ' > ')
+WHERE quantity > 0 AND ($category_path IS NULL OR category_path = $category_path
+   OR starts_with(category_path, $category_path || ' > '))

@@ -1,9 +1,9 @@
 -- One product ($product_id, whose code is $code) in the range: views, add-to-carts and sales, with the
 -- people behind each (the linked user, else the visitor). Its events are the product events
 -- ($product_events) naming its code: another event carrying the code (a page_view, say) counts for
--- nothing. Sales are order lines of the product (refunds apart): lines carrying its code, and lines
--- without a code that name its productId; the number of purchases is the number of sales holding it.
--- Counts only.
+-- nothing. Sales are order lines of the product (refunds apart; a line of quantity 0 bought nothing):
+-- lines carrying its code, and lines without a code that name its productId; the number of purchases is
+-- the number of sales holding it. Counts only.
 WITH product_events AS (
     SELECT name, person_id
     FROM events_people
@@ -19,7 +19,7 @@ lines AS (
         WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
             AND ts >= $range_start AND ts < $range_end AND NOT is_refund
     )
-    WHERE line_is_product(item, $code, $product_id)
+    WHERE line_is_product(item, $code, $product_id) AND item.quantity > 0
 ),
 viewers AS (SELECT DISTINCT person_id FROM product_events WHERE name = 'product_view'),
 carters AS (SELECT DISTINCT person_id FROM product_events WHERE name = 'add_to_cart'),

@@ -1,6 +1,7 @@
 -- Sales of one product ($product_id, whose code is $code) per currency in the range (refunds apart):
 -- line revenue (quantity times unit price, before order-level discounts), sales holding it, units. Its
--- lines carry its code, or no code and its productId. Never summed across currencies.
+-- lines carry its code, or no code and its productId; a line of quantity 0 bought nothing. Never summed
+-- across currencies.
 WITH lines AS (
     SELECT order_id, currency, item.quantity AS quantity, item.price AS price
     FROM (
@@ -9,7 +10,7 @@ WITH lines AS (
         WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
             AND ts >= $range_start AND ts < $range_end AND NOT is_refund
     )
-    WHERE line_is_product(item, $code, $product_id)
+    WHERE line_is_product(item, $code, $product_id) AND item.quantity > 0
 )
 SELECT currency, sum(quantity * price) AS revenue, count(DISTINCT order_id) AS orders, sum(quantity) AS units
 FROM lines

@@ -1,11 +1,11 @@
--- The best-selling products of each currency in the range (refunds apart): line revenue (quantity
--- times unit price), sales holding the product and units, ranked within the currency by $sort_by
--- (revenue, units or orders; ties by code, products known only by their productId last, then by
--- productId); at most $limit per currency. A product is its productId: a line carrying a code is the
--- product whose id derives from it (`product_id_of`), a line without one is the product its productId
--- names, the same product when that id derives from a code. Views and add-to-carts of the product in
--- the range ride along (the same on each currency row of a product), and so does its code, from its
--- lines or those events (NULL when neither carries one).
+-- The best-selling products of each currency in the range (refunds apart; a line of quantity 0 bought
+-- nothing): line revenue (quantity times unit price), sales holding the product and units, ranked within
+-- the currency by $sort_by (revenue, units or orders; ties by code, products known only by their
+-- productId last, then by productId); at most $limit per currency. A product is its productId: a line
+-- carrying a code is the product whose id derives from it (`product_id_of`), a line without one is the
+-- product its productId names, the same product when that id derives from a code. Views and add-to-carts
+-- of the product in the range ride along (the same on each currency row of a product), and so does its
+-- code, from its lines or those events (NULL when neither carries one).
 WITH lines AS (
     SELECT order_id, currency, nullif(item.product_item_code, '') AS code, item.product_id AS line_product_id,
         item.quantity AS quantity, item.price AS price
@@ -16,6 +16,7 @@ WITH lines AS (
             AND ts >= $range_start AND ts < $range_end AND NOT is_refund
             AND ($currency IS NULL OR currency = $currency)
     )
+    WHERE item.quantity > 0
 ),
 activity AS (
     SELECT product_item_code AS code, count(*) FILTER (WHERE name = 'product_view') AS views,

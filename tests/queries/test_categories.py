@@ -321,3 +321,20 @@ def test_a_line_naming_only_a_product_id_is_that_product(lake):
          "addToCarts": 0, "orders": 1, "unitsSold": 1, "buyers": 1, "viewersWhoBought": 0,
          "viewToPurchaseRate": 0.0, "revenueByCurrency": [money("EUR", "3.00", 1, "3.00")]},
     ]  # fmt: skip
+
+
+def test_a_line_of_quantity_zero_bought_nothing(lake):
+    """o1 lists a Garden product with quantity 0 beside a Kitchen one: Garden sold nothing."""
+    ingest, engine = lake
+    journeys_for(ingest, {"ann": [order("o1", 1, "10:00:00", "EUR", ("P9", 0, "5.00", "Garden"),
+                                        ("P1", 1, "4.50", KITCHEN))]})  # fmt: skip
+    garden = dump(category_overview(engine, query("Garden")))
+    assert (garden["totals"]["orders"], garden["totals"]["unitsSold"], garden["revenueByCurrency"]) == (
+        0,
+        0,
+        [],
+    )
+    assert dump(category_products(engine, query("Garden"), limit=10))["products"] == []
+    home = dump(category_overview(engine, query("Home")))
+    assert home["totals"]["orders"] == 1
+    assert home["revenueByCurrency"] == [money("EUR", "4.50", 1, "4.50")]

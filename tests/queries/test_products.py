@@ -146,3 +146,23 @@ def test_an_empty_name_or_category_is_none_in_the_tracking_status(lake):
     views = next(e for e in tracking_status(engine, DAY, catalog=CATALOG, module_enabled=None).events
                  if e.name == "product_view")  # fmt: skip
     assert (views.events, views.with_name, views.with_category) == (2, 1, 1)
+
+
+def test_a_line_of_quantity_zero_bought_nothing(lake):
+    """o1 lists A with quantity 0 beside one B: A was not bought, in any product query."""
+    ingest, engine = lake
+    journeys_for(
+        ingest,
+        {"v1": [sale("o1", "09:00:00", "EUR", [line(0, "10.00", code="A"), line(1, "4.00", code="B")])]},
+    )
+
+    overview = product_overview(engine, DAY, product=catalog_row("A"))
+    assert (overview.purchases, overview.units_sold, overview.buyers, overview.people) == (0, 0, 0, 0)
+    assert overview.revenue_by_currency == []
+    top = top_products(engine, DAY, sort_by="orders", limit=10, currency=None)
+    assert [(p.product_item_code, p.orders, p.units) for p in top.products] == [("B", 1, 1)]
+    orders = tracking_status(engine, DAY, catalog=CATALOG, module_enabled=None).orders
+    assert (orders.orders, orders.lines, orders.products, orders.products_never_tracked) == (1, 1, 1, 1)
+    baskets = product_associations(engine, DAY, product=catalog_row("B"), source="purchase", mode="cart",
+                                   limit=10, names={})  # fmt: skip
+    assert (baskets.baskets, baskets.product_baskets, baskets.related_products) == (1, 1, 0)

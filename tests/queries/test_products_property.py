@@ -192,9 +192,10 @@ def sales(shop: dict, currency: str | None = None) -> list[dict]:
 
 
 def sale_lines(shop: dict, product_id: str | None = None, currency: str | None = None) -> list[tuple]:
+    """The lines of sales in the range that bought something (a line of quantity 0 bought nothing)."""
     return [
         (o, line) for o in sales(shop, currency) for line in o["lines"]
-        if product_id is None or line["product_id"] == product_id
+        if line["quantity"] > 0 and (product_id is None or line["product_id"] == product_id)
     ]  # fmt: skip
 
 
