@@ -48,17 +48,30 @@ def _price(row: dict[str, Any]) -> tuple[Decimal | None, str | None]:
 
 
 def _seen(row: dict[str, Any]) -> SeenProduct:
+    """A product_seen row, whose values come as {value, at} (price as {amount, currency, at})."""
     price, currency = _price(row)
+    value = {
+        column: (row[column] or {}).get("value")
+        for column in ("product_name", "category_path", "page", "image")
+    }
+    seen_at = {
+        catalog_column: row[column]["at"]
+        for column, catalog_column in (("product_name", "name"), ("price", "price"),
+                                       ("category_path", "categories"), ("page", "url"), ("image", "image"))
+        if row[column] is not None
+    }  # fmt: skip
+    category_path = value["category_path"]
     return SeenProduct(
         product_item_code=row["code"],
         first_seen_at=row["first_seen_at"],
         last_seen_at=row["last_seen_at"],
-        name=_fits(row["product_name"], "name"),
+        name=_fits(value["product_name"], "name"),
         price=price,
         currency=currency,
-        category_path=(row["category_path"] or None) if len(row["category_path"] or "") <= 500 else None,
-        url=_fits(row["page"], "url"),
-        image=_fits(row["image"], "image"),
+        category_path=(category_path or None) if len(category_path or "") <= 500 else None,
+        url=_fits(value["page"], "url"),
+        image=_fits(value["image"], "image"),
+        seen_at=seen_at,
     )
 
 

@@ -87,3 +87,24 @@ def test_a_product_only_ever_refunded_is_in_the_catalog_without_a_price(catalog)
     assert (p9["product_item_code"], p9["name"], p9["price"], p9["first_seen_at"]) == (
         "P9", "Mug", None, datetime(2024, 3, 1, 12, tzinfo=UTC)
     )  # fmt: skip
+
+
+def test_a_backfill_read_with_newer_nameless_sightings_keeps_the_newest_name(catalog):
+    """The catalog holds "Lamp" (seen at 10:00). One read then brings a live view of P1 without a name
+    (12:00) and a backfilled order naming it "Old lamp" (09:00): the name seen last is still "Lamp"."""
+    ingest, engine, store, site = catalog
+    now = datetime.now(UTC)
+    send(ingest, site, [view("P1", "10:00:00", name="Lamp")], received=now - timedelta(hours=2))
+    send(ingest, site, [view("P2", "10:00:00")], received=now - timedelta(hours=1))  # read past "Lamp"
+    sync_seen_products(store, engine, site=site)
+    backfill = {"orderId": "o1", "visitorId": "v", "sessionId": "s", "timestamp": "2024-03-01T09:00:00Z",
+                "total": "5", "items": [{"productItemCode": "P1", "quantity": 1, "price": "5", "name": "Old lamp",
+                                         "categoryPath": "Lights"}]}  # fmt: skip
+    send(ingest, site, [view("P1", "12:00:00")], [backfill], received=now)
+    sync_seen_products(store, engine, site=site)
+    with store.connect() as conn:
+        p1 = next(r for r in products.list(conn, site_id=site["id"]).rows if r["product_item_code"] == "P1")
+    # The order's price and category are the only ones seen: they fill the empty fields.
+    assert (p1["name"], p1["price"], p1["categories"], p1["last_seen_at"]) == (
+        "Lamp", Decimal(5), ["Lights"], datetime(2024, 3, 1, 12, tzinfo=UTC)
+    )  # fmt: skip

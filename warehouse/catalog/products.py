@@ -53,6 +53,19 @@ class SeenProduct:
     category_path: str | None = None
     url: str | None = None
     image: str | None = None
+    # The event time each value was seen at, by catalog column (name, price, categories, url, image);
+    # a value without one was seen at `last_seen_at`.
+    seen_at: dict[str, datetime] = field(default_factory=dict)
+
+    def at(self, column: str) -> datetime:
+        return self.seen_at.get(column, self.last_seen_at)
+
+
+def _stored_at(row: dict[str, Any], column: str) -> datetime | None:
+    """When the lake showed the stored value of ``column``: its own time, else (a value stored before
+    these times were kept) the product's last sighting; None for a value the lake never gave."""
+    at = (row.get("seen_at") or {}).get(column)
+    return datetime.fromisoformat(at) if at else row["last_seen_at"]
 
 
 @dataclass
@@ -136,7 +149,7 @@ def _new_row(site_id: str, code: str, now: datetime, site_currency: str) -> dict
         "site_id": site_id, "product_id": str(product_id_for(site_id, code)), "product_item_code": code,
         "name": None, "price": None, "currency": site_currency, "categories": [], "stock": None, "url": None,
         "image": None, "in_feed": False, "feed_imported_at": None, "first_seen_at": None, "last_seen_at": None,
-        "created_at": now, "updated_at": now,
+        "seen_at": {}, "created_at": now, "updated_at": now,
     }  # fmt: skip
 
 
@@ -194,8 +207,9 @@ def upsert_feed(
 
 def upsert_seen(conn: Connection, *, site_id: str, site_currency: str, seen: Sequence[SeenProduct]) -> int:
     """Merge what the lake says into the catalog. For a product a feed named, observations only fill
-    empty fields; for the others, an observation at least as new as the stored one replaces their values
-    (its empty fields keep the stored ones). Answers the number of products created."""
+    empty fields; for the others, each value seen at least as late as the stored one (by event time)
+    replaces it, and empty ones keep what is stored, so reads in any batching keep the newest value of
+    each field. Answers the number of products created."""
     now = utcnow()
     created = 0
     for start in range(0, len(seen), CHUNK):
@@ -206,8 +220,16 @@ def upsert_seen(conn: Connection, *, site_id: str, site_currency: str, seen: Seq
             row = stored.get(item.product_item_code)
             is_new = row is None
             row = _new_row(site_id, item.product_item_code, now, site_currency) if is_new else dict(row)
-            newer = row["last_seen_at"] is None or item.last_seen_at >= row["last_seen_at"]
-            replace = newer and not row["in_feed"]
+            seen_at = dict(row.get("seen_at") or {})
+
+            def takes(column: str, stored: Any) -> bool:
+                if not stored:
+                    return True
+                if row["in_feed"]:
+                    return False
+                stored_at = _stored_at(row, column)
+                return stored_at is None or item.at(column) >= stored_at
+
             values = {
                 "name": item.name,
                 "url": item.url,
@@ -215,10 +237,13 @@ def upsert_seen(conn: Connection, *, site_id: str, site_currency: str, seen: Seq
                 "categories": [item.category_path] if item.category_path else None,
             }
             for name, value in values.items():
-                if value is not None and (replace or not row[name]):
+                if value is not None and takes(name, row[name]):
                     row[name] = value
-            if item.price is not None and (replace or row["price"] is None):
+                    seen_at[name] = item.at(name).isoformat()
+            if item.price is not None and takes("price", row["price"] is not None):
                 row["price"], row["currency"] = item.price, item.currency or site_currency
+                seen_at["price"] = item.at("price").isoformat()
+            row["seen_at"] = seen_at
             row["first_seen_at"] = min(filter(None, (row["first_seen_at"], item.first_seen_at)))
             row["last_seen_at"] = max(filter(None, (row["last_seen_at"], item.last_seen_at)))
             row["updated_at"] = now

@@ -233,6 +233,9 @@ products = Table(
     Column("feed_imported_at", UTCDateTime(), nullable=True),
     Column("first_seen_at", UTCDateTime(), nullable=True),
     Column("last_seen_at", UTCDateTime(), nullable=True),
+    # The event time of the observation each of name, price, categories, url and image came from (ISO
+    # 8601 by field; a field absent here: from the feed, or stored before these times were kept).
+    Column("seen_at", JSON, nullable=True),
     _created_at(),
     Column("updated_at", UTCDateTime(), nullable=False),
     UniqueConstraint("site_id", "product_item_code", name="uq_products_site_id_product_item_code"),
