@@ -106,20 +106,22 @@ def observations(sighting: dict, ref: str, received: datetime) -> list[dict]:
     ]  # fmt: skip
 
 
+def newest(observed: list[dict], field: str):
+    """The value of ``field`` in the last of ``observed`` (in key order) that has one."""
+    values = [o[field] for o in observed if o[field]]
+    return values[-1] if values else None
+
+
 def reference(seen: list[dict]) -> dict[str, dict]:
     catalog = {}
     for code in sorted({o["code"] for o in seen}):
         mine = sorted((o for o in seen if o["code"] == code), key=lambda o: o["key"])
-
-        def newest(field: str):
-            values = [o[field] for o in mine if o[field]]
-            return values[-1] if values else None
-
-        price = newest("price")
-        category = newest("categories")
+        price = newest(mine, "price")
+        category = newest(mine, "categories")
         catalog[code] = {
-            "name": newest("name"), "price": price[0] if price else None, "currency": price[1] if price else "EUR",
-            "categories": [category] if category else [], "url": newest("url"), "image": newest("image"),
+            "name": newest(mine, "name"), "price": price[0] if price else None, "currency": price[1] if price else "EUR",
+            "categories": [category] if category else [], "url": newest(mine, "url"),
+            "image": newest(mine, "image"),
             "first_seen_at": mine[0]["key"][0], "last_seen_at": max(o["key"][0] for o in mine),
         }  # fmt: skip
     return catalog

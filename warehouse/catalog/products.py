@@ -205,6 +205,17 @@ def upsert_feed(
     return created, updated
 
 
+def _takes(row: dict[str, Any], item: SeenProduct, column: str, stored: Any) -> bool:
+    """Whether ``item``'s value of ``column`` replaces the stored one: always when nothing is stored; for
+    a product a feed named, never otherwise; else when it was seen at least as late."""
+    if not stored:
+        return True
+    if row["in_feed"]:
+        return False
+    stored_at = _stored_at(row, column)
+    return stored_at is None or item.at(column) >= stored_at
+
+
 def upsert_seen(conn: Connection, *, site_id: str, site_currency: str, seen: Sequence[SeenProduct]) -> int:
     """Merge what the lake says into the catalog. For a product a feed named, observations only fill
     empty fields; for the others, each value seen at least as late as the stored one (by event time)
@@ -221,15 +232,6 @@ def upsert_seen(conn: Connection, *, site_id: str, site_currency: str, seen: Seq
             is_new = row is None
             row = _new_row(site_id, item.product_item_code, now, site_currency) if is_new else dict(row)
             seen_at = dict(row.get("seen_at") or {})
-
-            def takes(column: str, stored: Any) -> bool:
-                if not stored:
-                    return True
-                if row["in_feed"]:
-                    return False
-                stored_at = _stored_at(row, column)
-                return stored_at is None or item.at(column) >= stored_at
-
             values = {
                 "name": item.name,
                 "url": item.url,
@@ -237,10 +239,10 @@ def upsert_seen(conn: Connection, *, site_id: str, site_currency: str, seen: Seq
                 "categories": [item.category_path] if item.category_path else None,
             }
             for name, value in values.items():
-                if value is not None and takes(name, row[name]):
+                if value is not None and _takes(row, item, name, row[name]):
                     row[name] = value
                     seen_at[name] = item.at(name).isoformat()
-            if item.price is not None and takes("price", row["price"] is not None):
+            if item.price is not None and _takes(row, item, "price", row["price"] is not None):
                 row["price"], row["currency"] = item.price, item.currency or site_currency
                 seen_at["price"] = item.at("price").isoformat()
             row["seen_at"] = seen_at
