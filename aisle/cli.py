@@ -315,8 +315,8 @@ def sql(
     ] = None,
     data_dir: DataDir = None,
 ) -> None:
-    """Run ad-hoc SQL over one site's views (events, orders, order_items, products, people, sessions), with
-    the same guard and sandbox as POST /api/v1/analytics/sql; prints a table. See docs/sql.md."""
+    """Run ad-hoc SQL over one site's views (events, orders, order_items, products, people, sessions,
+    consents), with the same guard and sandbox as POST /api/v1/analytics/sql; prints a table. See docs/sql.md."""
     from itertools import chain
 
     from queries.adhoc_sql import Sandbox, run_sql
@@ -375,6 +375,8 @@ def sql(
     else:
         for chunk in chunks:
             sys.stdout.buffer.write(chunk)
+        if format == "json":
+            sys.stdout.buffer.write(b"\n")  # a shell prompt after the body starts on its own line
         sys.stdout.buffer.flush()
 
 
@@ -408,7 +410,8 @@ def create_user(
         raise typer.BadParameter(f"role must be one of {', '.join(ROLES)}")
     if len(password) < 8:
         raise typer.BadParameter("password must have 8 characters or more")
-    _, store = _store(data_dir)
+    # Into an organisation an install holds: a mistyped --data-dir must not make an empty one.
+    _, store = _store(data_dir, existing=organization_id is not None)
     try:
         user = create(
             store,
@@ -446,7 +449,7 @@ def set_subscription(
 
     if status not in organizations.SUBSCRIPTION_STATUSES:
         raise typer.BadParameter(f"status must be one of {', '.join(organizations.SUBSCRIPTION_STATUSES)}")
-    _, store = _store(data_dir)
+    _, store = _store(data_dir, existing=True)
     with store.begin() as conn:
         if organizations.get(conn, organization_id=organization_id) is None:
             typer.echo("error: no such organisation", err=True)

@@ -311,6 +311,17 @@ def test_serve_answers_health_and_logs_in_a_user_created_by_the_cli(tmp_path):
         ["import", "--site", "x", "FILE"],
         ["import", "--products", "--site", "x", "FILE"],
         ["sql", "SELECT 1", "--site", "x"],
+        ["admin", "set-subscription", "--organization-id", "x", "--status", "active"],
+        [
+            "admin",
+            "create-user",
+            "--email",
+            "a@shop.example.com",
+            "--password",
+            "secret-pass",
+            "--organization-id",
+            "x",
+        ],
     ],
 )
 def test_commands_that_read_an_install_refuse_a_data_dir_that_does_not_exist(tmp_path, args):

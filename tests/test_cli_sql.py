@@ -66,6 +66,7 @@ def test_dialect_parameters_limit_and_formats(data_dir, tmp_path):
     assert result.returncode == 0, result.stderr
     body = json.loads(result.stdout)
     assert (body["rows"], body["truncated"]) == ([[2, "12.500000"]], False)
+    assert result.stdout.endswith("}\n")
     result = run_aisle(
         "sql", *common, "--format", "csv", "--limit", "1", "SELECT name, ts FROM events ORDER BY ts"
     )
