@@ -2,12 +2,14 @@
 (one site, daily partitions, compacted), timed end to end through the same functions the routes call,
 side by side in one process with the same funnel and retention computed by ClickHouse (chDB's
 ``windowFunnel`` and ``retention``) and by a straightforward polars implementation over the same
-Parquet files. Counts must match (a parity check is printed); ratios are ours / theirs.
+Parquet files. Counts must match (a parity check is printed); ratios are ours / theirs. The search
+analytics (top queries, zero-result queries, products opened from search) read search traffic generated
+on a site of its own (``SEARCH_SITE``), so the other sites' events and figures are as without it.
 
     .venv/bin/pip install -e '.[bench]'
     .venv/bin/python bench/queries_bench.py [--events 10000000] [--days 28] [--visitors EVENTS/20]
-        [--lake DIR] [--runs 3] [--orders-on-events-site]
-        [--skip funnel,cohort,journeys,overview,categories,revenue,associations,top,polars,chdb]
+        [--search-events EVENTS/10] [--lake DIR] [--runs 3] [--orders-on-events-site]
+        [--skip funnel,cohort,journeys,overview,categories,revenue,associations,top,search,polars,chdb]
 
 Events are written 100,000 at a time (several files per day, never all in memory) and compacted. ``--lake DIR`` keeps the
 lake in DIR and reuses it when it already holds events. Every figure is the median of ``--runs``
@@ -47,11 +49,12 @@ from queries.journeys import JourneyRange, journey_stats  # noqa: E402
 from queries.overview import Scope, overview  # noqa: E402
 from queries.products import ProductRange, product_associations, top_sales  # noqa: E402
 from queries.revenue import ReportRange, revenue_overview  # noqa: E402
+from queries.search_analytics import top_products, top_queries, zero_result_queries  # noqa: E402
 from warehouse import visitor_activity  # noqa: E402
 from warehouse.catalog.product_identity import product_id_for  # noqa: E402
 from warehouse.compaction import compact_table  # noqa: E402
 from warehouse.engine import Engine  # noqa: E402
-from warehouse.lake import EVENTS, MONEY, ORDER_ITEM, ORDERS, ORDERS_SCHEMA, Lake  # noqa: E402
+from warehouse.lake import EVENTS, EVENTS_SCHEMA, MONEY, ORDER_ITEM, ORDERS, ORDERS_SCHEMA, Lake  # noqa: E402
 
 FIRST = date(2026, 1, 5)  # a Monday
 WINDOW_SECONDS = 7 * 86_400
@@ -64,6 +67,11 @@ PRODUCTS = 5000
 # --orders-on-events-site puts them on SITE (product top then reads the sold products' views and
 # add-to-carts, as a shop's would).
 ORDERS_SITE = "44444444-4444-4444-4444-444444444444"
+# Search traffic lives on a site of its own, generated from a generator of its own, so that SITE's events
+# (and every figure over them, chDB's and polars' parity included) are the same with it as without it.
+SEARCH_SITE = "66666666-6666-6666-6666-666666666666"
+SEARCH_LIMIT = 20  # the search routes' default
+VOCABULARY = 3000  # distinct queries (before the way people type them), popularity Zipf-like
 
 
 # --- measuring ----------------------------------------------------------------------------------
@@ -188,10 +196,19 @@ def orders_from_carts(rng: np.random.Generator, table: pa.Table, *, prefix: str)
     )
 
 
-def generate(lake: Lake, *, events: int, days: int, visitors: int, orders_site: str = ORDERS_SITE) -> int:
+def generate(
+    lake: Lake,
+    *,
+    events: int,
+    days: int,
+    visitors: int,
+    orders_site: str = ORDERS_SITE,
+    search_events: int = 0,
+) -> int:
     """``events`` events over ``days`` daily partitions of one site, written a million rows at a time
     (the flusher's way: several files per partition), then compacted; product events name products, and
-    a third of the carts become orders of ``orders_site``. Returns the events written."""
+    a third of the carts become orders of ``orders_site``; about ``search_events`` events of search
+    traffic on SEARCH_SITE over the same days. Returns the events written to SITE."""
     rng = np.random.default_rng(7)
     per_day = events // days
     for day_number in range(days):
@@ -203,9 +220,165 @@ def generate(lake: Lake, *, events: int, days: int, visitors: int, orders_site: 
             lake.write_file(EVENTS, table, site_id=SITE, date=day.isoformat())
             orders = orders_from_carts(rng, table, prefix=f"o{day_number}-{chunk}-")
             lake.write_file(ORDERS, orders, site_id=orders_site, date=day.isoformat())
+    if search_events:
+        search_rng = np.random.default_rng(11)  # its own: SITE's draws above are as without search traffic
+        vocabulary = search_vocabulary(np.random.default_rng(13))
+        searched = 0
+        for day_number in range(days):
+            day = FIRST + timedelta(days=day_number)
+            table = make_search_file(search_rng, vocabulary, start=searched, events=search_events // days,
+                                     day=day, visitors=max(1, search_events // 20))  # fmt: skip
+            # As the flusher leaves a day: several files, each of the events of a stretch of the day.
+            table = table.take(pc.sort_indices(table, [("ts", "ascending")]))
+            for piece in range(SEARCH_FILES_PER_DAY):
+                rows = slice(
+                    piece * table.num_rows // SEARCH_FILES_PER_DAY,
+                    (piece + 1) * table.num_rows // SEARCH_FILES_PER_DAY,
+                )
+                lake.write_file(EVENTS, table[rows], site_id=SEARCH_SITE, date=day.isoformat())
+            searched += table.num_rows
     compact_table(lake, EVENTS)
     compact_table(lake, ORDERS)
     return per_day * days
+
+
+# Search traffic: what one search leads to (the expected events per search sizes a day's searches).
+ZERO_SHOWN_AS = (0.4, 0.5, 0.1)  # a zero-result search as search_zero_results, search_results 0, both
+PAGE_VIEW_AFTER = 0.6  # the results page's page_view (no step of a search: the analytics skip it)
+CLICK_AFTER = 0.4  # a search that found something leads to a product_click, then that product's view
+CLICK_CARRIES_QUERY = 0.5  # the click names its query itself (else it is one by following the search)
+LOGGED_IN = 0.2  # visitors sending a user id, two visitors (devices) per user
+SEARCH_FILES_PER_DAY = 4  # flush files of a day's search traffic, before compaction
+NO_TEXT = pa.scalar(None, pa.string())
+
+
+def search_vocabulary(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """VOCABULARY queries by popularity rank (rank 0 most searched): single nouns and adjective-noun pairs,
+    one in twelve past the 30 most popular a typo (it finds nothing); each with its mean result count."""
+    nouns = ["mug", "sofa", "lamp", "chair", "table", "rug", "vase", "pillow", "blanket", "mirror", "shelf",
+             "desk", "bed", "curtain", "towel", "plate", "bowl", "glass", "candle", "clock", "frame", "basket",
+             "stool", "bench", "cabinet", "wardrobe", "dresser", "jar", "kettle", "teapot", "pan", "knife",
+             "fork", "spoon", "tray", "planter", "throw", "duvet", "sheet", "mat", "hook", "rack", "bin", "box",
+             "cushion", "ottoman", "sideboard", "lantern", "wreath", "doormat", "coaster", "napkin", "apron",
+             "grater", "whisk", "colander", "ladle", "trivet", "decanter", "carafe"]  # fmt: skip
+    adjectives = ["red", "blue", "green", "black", "white", "grey", "oak", "walnut", "linen", "cotton", "wool",
+                  "velvet", "leather", "glass", "ceramic", "marble", "brass", "copper", "steel", "bamboo",
+                  "rattan", "large", "small", "round", "square", "vintage", "modern", "rustic", "nordic",
+                  "outdoor", "kids", "folding", "stackable", "waterproof", "scented", "striped", "floral",
+                  "yellow", "pink", "beige", "navy", "olive", "terracotta", "gold", "silver", "matte",
+                  "handmade", "organic", "cheap"]  # fmt: skip
+    terms = nouns + [f"{a} {n}" for a in adjectives for n in nouns]
+    terms = [terms[i] for i in rng.permutation(len(terms))[:VOCABULARY]]
+    typos = np.zeros(VOCABULARY, dtype=bool)
+    typos[30:] = rng.random(VOCABULARY - 30) < 1 / 12
+    for rank in np.flatnonzero(typos):  # a few hundred terms, once
+        term = terms[rank]
+        cut = int(rng.integers(1, len(term) - 1))  # a letter (or the space) left out
+        terms[rank] = term[:cut] + term[cut + 1 :]
+    mean_results = np.where(typos, 0.0, rng.lognormal(np.log(30), 1.2, VOCABULARY))
+    weights = 1 / (np.arange(1, VOCABULARY + 1) + 2.7)  # Zipf-Mandelbrot: the head a few % of searches
+    return {"terms": np.array(terms), "mean_results": mean_results, "p": weights / weights.sum()}
+
+
+def _typed(rng: np.random.Generator, terms: pa.Array) -> pa.Array:
+    """The queries as people type them, as JSON string text: 70 % as they are (lower case), else Title
+    case (12 %), UPPER case (4 %), spaces around (6 %), a doubled inner space (4 %) or a leading tab
+    (4 %, ``\\t`` in the JSON)."""
+    way = rng.random(len(terms))
+    typed = terms
+    for low, high, changed in [
+        (0.70, 0.82, pc.utf8_title(terms)),
+        (0.82, 0.86, pc.utf8_upper(terms)),
+        (0.86, 0.92, pc.binary_join_element_wise("  ", terms, " ", "")),
+        (0.92, 0.96, pc.replace_substring(terms, " ", "  ")),
+        (0.96, 1.00, pc.binary_join_element_wise("\\t", terms, "")),
+    ]:
+        typed = pc.if_else(pa.array((way >= low) & (way < high)), changed, typed)
+    return typed
+
+
+def _json(*parts: Any) -> pa.Array:
+    """JSON text joined from literal pieces and string arrays (one element per row)."""
+    return pc.binary_join_element_wise(*parts, "")
+
+
+def make_search_file(
+    rng: np.random.Generator, vocabulary: dict[str, np.ndarray], *, start: int, events: int, day: date,
+    visitors: int,
+) -> pa.Table:  # fmt: skip
+    """About ``events`` events of one day's search traffic on SEARCH_SITE: each search a search_query, its
+    outcome (search_results with a resultCount, or for a zero result search_zero_results, search_results
+    0 or both), often the results page's page_view, and for some found searches a product_click and the
+    product's view. Queries Zipf-like over the vocabulary, typed in varied case and white space, under
+    ``query`` (else ``q`` or ``searchTerm``); a session per visitor and day; some visitors logged in."""
+    zero_mean = float(vocabulary["p"] @ (vocabulary["mean_results"] == 0))
+    per_search = 1 + 1 + ZERO_SHOWN_AS[2] * zero_mean + PAGE_VIEW_AFTER + 2 * CLICK_AFTER * (1 - zero_mean)
+    n = max(1, round(events / per_search))
+    term = rng.choice(VOCABULARY, n, p=vocabulary["p"])
+    results = rng.poisson(vocabulary["mean_results"][term])
+    zero = results == 0
+    shown = rng.choice(3, n, p=ZERO_SHOWN_AS)  # for zero results: 0 zero event, 1 results 0, 2 both
+    visitor = rng.integers(0, visitors, n)
+    second = rng.integers(0, 86_400 - 120, n)  # the search and what follows stay on its day
+    typed = _typed(rng, pa.array(vocabulary["terms"][term]))
+    key = pa.array(np.array(["query", "q", "searchTerm"])[rng.choice(3, n, p=[0.9, 0.05, 0.05])])
+    query_json = _json('{"', key, '":"', typed, '"')
+    count_text = pc.cast(pa.array(results), pa.string())
+
+    clicked = ~zero & (rng.random(n) < CLICK_AFTER)
+    carries = rng.random(n) < CLICK_CARRIES_QUERY
+    position = np.minimum(rng.zipf(1.6, n), np.maximum(results, 1))
+    product = pc.binary_join_element_wise(
+        "P", pc.cast(pa.array((term * 37 + position) % PRODUCTS), pa.string()), ""
+    )
+    click_second = second + 3 + rng.integers(2, 60, n)
+    paged = rng.random(n) < PAGE_VIEW_AFTER
+
+    # (searches, name, seconds, metadata, product) of each kind of event, then all kinds in one table.
+    kinds = [
+        (np.ones(n, dtype=bool), "search_query", second, _json(query_json, "}"), None),
+        (~zero | (shown != 0), "search_results", second + np.where(zero & (shown == 2), 2, 1),
+         _json(query_json, ',"resultCount":', count_text, "}"), None),
+        (zero & (shown != 1), "search_zero_results", second + 1, _json(query_json, ',"resultCount":0}'), None),
+        (paged, "page_view", second + 3, None, None),
+        (clicked, "product_click", click_second,
+         pc.if_else(pa.array(carries),
+                    _json('{"productItemCode":"', product, '","position":', pc.cast(pa.array(position), pa.string()),
+                          ',"query":"', typed, '"}'),
+                    _json('{"productItemCode":"', product, '","position":', pc.cast(pa.array(position), pa.string()),
+                          "}")),
+         product),
+        (clicked, "product_view", click_second + 1, _json('{"productItemCode":"', product, '"}'), product),
+    ]  # fmt: skip
+    rows, names, seconds, metadata, products = [], [], [], [], []
+    for which, name, when, meta, code in kinds:
+        take = pa.array(np.flatnonzero(which))
+        rows.append(take.to_numpy())
+        names.append(pa.array(np.full(len(take), name)))
+        seconds.append(when[which])
+        metadata.append(pa.nulls(len(take), pa.string()) if meta is None else meta.take(take))
+        products.append(pa.nulls(len(take), pa.string()) if code is None else code.take(take))
+    search = np.concatenate(rows)
+    total = len(search)
+    who = visitor[search]
+    base = np.datetime64(day.isoformat(), "us")
+    visitor_text = pc.cast(pa.array(who), pa.string())
+    logged_in = pa.array(who % 100 < LOGGED_IN * 100)
+    columns = {
+        "event_id": _json("x", pc.cast(pa.array(np.arange(start, start + total)), pa.string())),
+        "name": pa.concat_arrays(names),
+        "ts": pa.array(base + np.concatenate(seconds).astype("timedelta64[s]")).cast(EVENTS_SCHEMA.field("ts").type),
+        "visitor_id": _json("sv", visitor_text),
+        "session_id": _json("ss", visitor_text, f"-{day.isoformat()}"),
+        "user_id": pc.if_else(logged_in, _json("u", pc.cast(pa.array(who // 2), pa.string())), NO_TEXT),
+        "metadata": pa.concat_arrays(metadata),
+        "product_item_code": pa.concat_arrays(products),
+        "url": pc.if_else(pc.equal(pa.concat_arrays(names), "page_view"), "/search", NO_TEXT),
+    }  # fmt: skip
+    return pa.Table.from_arrays(
+        [columns[f.name] if f.name in columns else pa.nulls(total, f.type) for f in EVENTS_SCHEMA],
+        schema=EVENTS_SCHEMA,
+    )
 
 
 # --- the same analyses elsewhere ------------------------------------------------------------------
@@ -317,6 +490,12 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--days", type=int, default=28)
     parser.add_argument("--visitors", type=int, help="default: one per 20 events")
+    parser.add_argument(
+        "--search-events",
+        type=int,
+        help="about this many events of search traffic on a site of their own (default: EVENTS/10); "
+        "a reused lake keeps the search traffic it was built with",
+    )
     parser.add_argument("--lake", type=Path, help="keep the lake here; reuse it when it holds events")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
@@ -330,7 +509,7 @@ def main() -> None:
         "--skip",
         default="",
         help="comma-separated: funnel, cohort, journeys, overview, categories, revenue, associations, top, "
-        "polars, chdb",
+        "search, polars, chdb",
     )
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -347,11 +526,13 @@ def main() -> None:
             days=args.days,
             visitors=visitors,
             orders_site=SITE if args.orders_on_events_site else ORDERS_SITE,
+            search_events=args.events // 10 if args.search_events is None else args.search_events,
         )
     )
     prepared = time.perf_counter() - began
-    files = [str(f) for f in lake.live_files(EVENTS)]
-    glob = str(root / "lake" / "events" / "site_id=*" / "date=*" / "*.parquet")
+    # chDB and polars read SITE's files (not the search traffic's).
+    files = [str(f) for f in lake.live_files(EVENTS, site_id=SITE)]
+    glob = str(root / "lake" / "events" / f"site_id={SITE}" / "date=*" / "*.parquet")
     engine = Engine(lake, threads=os.cpu_count() or 2)
     # What the compaction job does next on a live lake: roll up the visitor activity of ended months.
     began = time.perf_counter()
@@ -368,7 +549,18 @@ def main() -> None:
         "rollupSeconds": round(time.perf_counter() - began, 1),
     }
     if written is None:
-        report["events"] = engine.cursor().sql("SELECT count(*) FROM events").fetchall()[0][0]
+        report["events"] = (
+            engine.cursor().sql(f"SELECT count(*) FROM events WHERE site_id = '{SITE}'").fetchall()[0][0]
+        )
+    search_counts = (
+        engine.cursor()
+        .sql(
+            f"SELECT count(*), count(*) FILTER (WHERE name = 'search_query') FROM events WHERE site_id = '{SEARCH_SITE}'"
+        )
+        .fetchall()[0]
+    )
+    report["searchEvents"], report["searchQueryEvents"] = search_counts
+    report["searchFiles"] = len(lake.live_files(EVENTS, site_id=SEARCH_SITE))
     orders_site = ORDERS_SITE
     if [row[0] for row in engine.cursor().sql("SELECT DISTINCT site_id FROM orders").fetchall()] == [SITE]:
         orders_site = SITE
@@ -470,6 +662,43 @@ def main() -> None:
             **figures, "rows": len(rows), "first": {k: rows[0][k] for k in ("code", "orders", "views")} if rows else None,
             "machine": load,
         }  # fmt: skip
+    if "search" not in skip and not report["searchEvents"]:
+        report["search"] = "not run: no search traffic in this lake (built before the bench generated it)"
+    elif "search" not in skip:
+        # The three search analyses of the routes over the whole range of SEARCH_SITE (the routes'
+        # default limit): each builds the session steps of the range (with a day of lookback), then
+        # counts per query or per product.
+        search_scope = Scope((SEARCH_SITE,), FIRST, last)
+        report["search"] = {}
+        load = _load()
+        figures, queries = measure(lambda: top_queries(engine, search_scope, limit=SEARCH_LIMIT), args.runs)
+        report["search"]["topQueries"] = {
+            **figures, "totalSearches": queries.total_searches, "totalQueries": queries.total_queries,
+            "zeroResultRate": queries.zero_result_rate, "rows": len(queries.queries),
+            "first": {k: getattr(queries.queries[0], k) for k in ("query", "searches", "people", "clicks")}
+            if queries.queries else None,
+            "machine": load,
+        }  # fmt: skip
+        load = _load()
+        figures, zeros = measure(
+            lambda: zero_result_queries(engine, search_scope, limit=SEARCH_LIMIT), args.runs
+        )
+        report["search"]["zeroResultQueries"] = {
+            **figures, "totalZeroResultSearches": zeros.total_zero_result_searches,
+            "totalQueries": zeros.total_queries, "rows": len(zeros.queries),
+            "first": {k: getattr(zeros.queries[0], k) for k in ("query", "zero_result_searches", "searches")}
+            if zeros.queries else None,
+            "machine": load,
+        }  # fmt: skip
+        load = _load()
+        figures, products = measure(lambda: top_products(engine, search_scope, limit=SEARCH_LIMIT), args.runs)
+        report["search"]["topProducts"] = {
+            **figures, "totalClicks": products.total_clicks, "rows": len(products.products),
+            "first": {k: getattr(products.products[0], k) for k in ("product_item_code", "clicks", "queries")}
+            if products.products else None,
+            "machine": load,
+        }  # fmt: skip
+        print(json.dumps({"search": report["search"]}, default=str), file=sys.stderr, flush=True)
     print(json.dumps(report, indent=2, default=str))
 
 
