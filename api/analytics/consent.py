@@ -126,8 +126,9 @@ def impact(
         ),
     ],
 ) -> ConsentImpact:
-    """Behaviour with versus without `consentCategory`. Everyone active in the range (an event, an order
-    or a consent observation) falls in exactly one group by their latest stated value of that category:
+    """Behaviour with versus without `consentCategory`. Everyone active in the range (an event, a sale or
+    a consent observation; a refund is no activity of its person, the shop sends it) falls in exactly one
+    group by their latest stated value of that category:
     `granted`, `denied`, or `unstated` (never stated it in the range). Per group: `people`; `events`
     (their events in the range) and `eventsPerPerson`; `conversions`, the people with a sale (an order
     that is not a refund, or a `purchase` event) and `conversionRate` = conversions / people; `orders`

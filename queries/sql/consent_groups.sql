@@ -1,6 +1,9 @@
--- Everyone active in the range (an event, an order or a consent observation), grouped by their
--- latest stated value of $category in the range: `granted`, `denied`, or `unstated` (never stated
--- it in the range). Into the cursor's temporary table `consent_groups`.
+-- Everyone active in the range (an event, a sale or a consent observation), grouped by their latest
+-- stated value of $category in the range: `granted`, `denied`, or `unstated` (never stated it in the
+-- range). Into the cursor's temporary table `consent_groups`. A refund is no activity of its person:
+-- the shop sends it, the person did nothing in the range (as the overview and correlations count
+-- people); counted, a person whose only row in the range was a refund joined a group as a
+-- non-converting person and lowered its conversion rate.
 CREATE OR REPLACE TEMP TABLE consent_groups AS
 WITH latest AS (
     SELECT person_id, arg_max(granted, (ts, rank, id)) AS granted
@@ -15,7 +18,7 @@ active AS (
     UNION
     SELECT person_id FROM orders_people
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
-        AND ts >= $range_start AND ts < $range_end
+        AND ts >= $range_start AND ts < $range_end AND NOT is_refund
     UNION
     SELECT person_id FROM consent_observations
 )

@@ -185,6 +185,23 @@ def test_impact_splits_everyone_active_by_their_latest_state(app, owner):
     ]  # fmt: skip
 
 
+def test_impact_a_refund_is_no_activity(app, owner):
+    """gil grants analytics and views a page; rae bought in January and the shop refunds it on 2 February:
+    rae did nothing in the range, so rae is in no group (she was an unstated person who never converted)."""
+    site = owner.make_site(name="Refunds", timezone="UTC")
+    record(app, site, "r-gil", "g1", "2024-02-01T09:00:00Z", {"analytics": True})
+    orders = [
+        order("o-jan", "r1", "2024-01-20T10:00:00Z", "EUR", "20"),
+        order("o-jan-r", "r1", "2024-02-02T10:00:00Z", "EUR", "-20", isRefund=True, refundOf="o-jan"),
+    ]
+    load(app, owner, site, [event("g1", "2024-02-01T09:01:00Z")], orders)
+    groups = owner.get(
+        f"/analytics/consent/{site['id']}/impact", params={**RANGE, "consentCategory": "analytics"}
+    ).json()["groups"]
+    assert [(g["group"], g["people"], g["events"], g["conversions"], g["orders"]) for g in groups] == [
+        ("granted", 1, 1, 0, 0), ("denied", 0, 0, 0, 0), ("unstated", 0, 0, 0, 0)]  # fmt: skip
+
+
 def test_export_streams_the_consent_log_as_csv_and_json(app, owner):
     site = shop_with_consent(app, owner)
     url = f"/analytics/consent/{site['id']}/export"
