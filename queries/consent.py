@@ -338,8 +338,9 @@ def _revenue_rows(rows: list[dict[str, Any]]) -> list[CurrencyRevenue]:
 
 def consent_impact(engine: Engine, query: ConsentRange, *, category: Category) -> ConsentImpact:
     """Everyone active in the range (an event, a sale or a consent observation; a refund is no activity),
-    split by their latest stated value of ``category`` in the range: granted, denied, unstated. Per group: people, events,
-    converters (people with a sale), sales and revenue per currency (orders that are not refunds)."""
+    split by their latest stated value of ``category`` in the range: granted, denied, unstated. Per
+    group: people, events, converters (people with a sale, or a purchase event naming no sale of the
+    site), sales and revenue per currency (orders that are not refunds)."""
     with _observed(engine, query) as cursor:
         cursor.execute(library.sql("consent_groups"), {**query.params(), "category": category})
         activity = {r["consent_group"]: r for r in _rows(cursor, "consent_impact_activity", query.params())}

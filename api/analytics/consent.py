@@ -128,15 +128,15 @@ def impact(
 ) -> ConsentImpact:
     """Behaviour with versus without `consentCategory`. Everyone active in the range (an event, a sale or
     a consent observation; a refund is no activity of its person, the shop sends it) falls in exactly one
-    group by their latest stated value of that category:
-    `granted`, `denied`, or `unstated` (never stated it in the range). Per group: `people`; `events`
-    (their events in the range) and `eventsPerPerson`; `conversions`, the people with a sale (an order
-    that is not a refund, or a `purchase` event) and `conversionRate` = conversions / people; `orders`
-    (sales, refunds apart); `revenueByCurrency` (`revenue`, `orders`, `avgOrderValue` per currency,
-    formatted in the currency's minor units: JPY without decimals) and `revenue`, the group's total when
-    it has one currency (with no sales: zero in the site's currency), else `amount` and `currency` null
-    with `mixed` true. Money is never converted or
-    summed across currencies."""
+    group by their latest stated value of that category: `granted`, `denied`, or `unstated` (never
+    stated it in the range). Per group: `people`; `events` (their events in the range) and
+    `eventsPerPerson`; `conversions`, the people with a sale (an order that is not a refund, or a
+    `purchase` event naming no sale of the site: one whose `metadata.orderId` is a sale of the site, of
+    any date, is that sale, its buyer the order's person) and `conversionRate` = conversions / people;
+    `orders` (sales, refunds apart); `revenueByCurrency` (`revenue`, `orders`, `avgOrderValue` per
+    currency, formatted in the currency's minor units: JPY without decimals) and `revenue`, the group's
+    total when it has one currency (with no sales: zero in the site's currency), else `amount` and
+    `currency` null with `mixed` true. Money is never converted or summed across currencies."""
     return consent_impact(request.app.state.engine, query, category=consent_category)
 
 

@@ -202,6 +202,27 @@ def test_impact_a_refund_is_no_activity(app, owner):
         ("granted", 1, 1, 0, 0), ("denied", 0, 0, 0, 0), ("unstated", 0, 0, 0, 0)]  # fmt: skip
 
 
+def test_impact_a_purchase_event_naming_a_sale_is_that_sale(app, owner):
+    """kim (analytics granted) buys; lou (refused) opens kim's forwarded thank-you page, a purchase event
+    naming kim's order: that sale is kim's, lou did not convert. ned's purchase event names no order (a
+    shop sending no orders): ned converted."""
+    site = owner.make_site(name="Forwarded", timezone="UTC")
+    record(app, site, "r-kim", "k1", "2024-02-01T09:00:00Z", {"analytics": True})
+    record(app, site, "r-lou", "l1", "2024-02-01T09:00:00Z", {"analytics": False})
+    events = [
+        event("k1", "2024-02-01T10:00:00Z", name="purchase", metadata={"orderId": "o-kim"}),
+        event("l1", "2024-02-02T08:00:00Z", name="purchase", metadata={"orderId": "o-kim"}),
+        event("n1", "2024-02-02T09:00:00Z", name="purchase"),
+    ]
+    load(app, owner, site, events, [order("o-kim", "k1", "2024-02-01T10:00:00Z", "EUR", "25")])
+    groups = owner.get(
+        f"/analytics/consent/{site['id']}/impact", params={**RANGE, "consentCategory": "analytics"}
+    ).json()["groups"]
+    assert [(g["group"], g["people"], g["events"], g["conversions"], g["conversionRate"], g["orders"])
+            for g in groups] == [
+        ("granted", 1, 1, 1, 1.0, 1), ("denied", 1, 1, 0, 0.0, 0), ("unstated", 1, 1, 1, 1.0, 0)]  # fmt: skip
+
+
 def test_export_streams_the_consent_log_as_csv_and_json(app, owner):
     site = shop_with_consent(app, owner)
     url = f"/analytics/consent/{site['id']}/export"
