@@ -61,8 +61,9 @@ TOUCHPOINTS = (
 
 CONVERSIONS = (
     "Conversions are orders timed in the range (refunds excluded) and `purchase` events in it that name "
-    "no order; a purchase event whose `metadata.orderId` names an order is that same purchase, once, "
-    "with the order's money (purchases without an order count as conversions without money). "
+    "no sale; a purchase event whose `metadata.orderId` names a sale of the site (of any date; a refund "
+    "is no sale) is that same purchase, once, at the sale's time and with its money (other purchase "
+    "events count as conversions without money). "
     "Touchpoints may precede the range. Attributed revenue is the sum over conversions of the entity's "
     "share (credit times order total, kept at 6 decimals), the row then rounded to the currency's minor "
     "units; `orders` / `conversions` are summed credits (fractions of conversions). Refunds are not "

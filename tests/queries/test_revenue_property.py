@@ -69,13 +69,13 @@ def touchpoints_before(conversion: dict, touches: list[dict], lookback_days: int
 
 def reference_attribution(shop: dict, lookback_days: int) -> dict[tuple, dict[str, float | Decimal]]:
     """Per (entity type, entity id, currency): credited conversions and revenue per model."""
-    order_ids = {o["order_id"] for o in shop["orders"]}
+    sales = {o["order_id"] for o in shop["orders"] if not o["refund"]}
     conversions = [
         {"person": o["person"], "at": o["at"], "currency": o["currency"], "total": o["total"]}
         for o in shop["orders"] if not o["refund"] and RANGE_START <= o["at"] < RANGE_END
     ] + [
         {"person": p["person"], "at": p["at"], "currency": None, "total": None}
-        for p in shop["purchases"] if p["order_ref"] not in order_ids and RANGE_START <= p["at"] < RANGE_END
+        for p in shop["purchases"] if p["order_ref"] not in sales and RANGE_START <= p["at"] < RANGE_END
     ]  # fmt: skip
     out: dict[tuple, dict] = defaultdict(lambda: defaultdict(float))
     for conversion in conversions:
