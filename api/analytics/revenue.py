@@ -190,7 +190,8 @@ def breakdown(
     offset: Offset = 0,
 ) -> RecommendationsBreakdown:
     """Every recommendation (`entityType` `recommendation`, by `entityId`) of the site `siteId`
-    (required) with impressions or clicks in the range, or credit for a conversion in it: its
+    (required) with impressions or clicks in the range, or a touchpoint of a conversion in it (one
+    before the range too; listed even when `model` gives it no credit, as an assisted conversion): its
     `impressions`, `clicks`, `ctr`, `people`, `assistedConversions`, `attributedConversions` and
     `revenueByCurrency` (`{currency, revenue, orders}`) credited by `model`, and the card
     `totalRevenue`. Most clicked first, then most seen, then by id; `total` counts every row, `limit` /
