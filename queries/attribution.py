@@ -424,9 +424,10 @@ def recommendations_breakdown(
     limit: int = 50,
     offset: int = 0,
 ) -> RecommendationsBreakdown:
-    """Every recommendation with impressions or clicks in the range, or revenue credited to it by
-    `model` for conversions in the range: its counts, CTR (clicks / impressions), credited conversions
-    and revenue per currency. Most clicked first, then most seen, then by id."""
+    """Every recommendation with impressions or clicks in the range, or a touchpoint of a conversion
+    in the range (an assisted conversion, listed even when `model` gives it no credit): its counts,
+    CTR (clicks / impressions), credited conversions and revenue per currency. Most clicked first,
+    then most seen, then by id."""
     counts = {
         r["entity_id"]: r
         for r in touchpoint_counts(engine, report, entity_type="recommendation", entity_id=None)

@@ -61,8 +61,9 @@ TOUCHPOINTS = (
 
 CONVERSIONS = (
     "Conversions are orders timed in the range (refunds excluded) and `purchase` events in it that name "
-    "no order; a purchase event whose `metadata.orderId` names an order is that same purchase, once, "
-    "with the order's money (purchases without an order count as conversions without money). "
+    "no sale; a purchase event whose `metadata.orderId` names a sale of the site (of any date; a refund "
+    "is no sale) is that same purchase, once, at the sale's time and with its money (other purchase "
+    "events count as conversions without money). "
     "Touchpoints may precede the range. Attributed revenue is the sum over conversions of the entity's "
     "share (credit times order total, kept at 6 decimals), the row then rounded to the currency's minor "
     "units; `orders` / `conversions` are summed credits (fractions of conversions). Refunds are not "
@@ -189,7 +190,8 @@ def breakdown(
     offset: Offset = 0,
 ) -> RecommendationsBreakdown:
     """Every recommendation (`entityType` `recommendation`, by `entityId`) of the site `siteId`
-    (required) with impressions or clicks in the range, or credit for a conversion in it: its
+    (required) with impressions or clicks in the range, or a touchpoint of a conversion in it (one
+    before the range too; listed even when `model` gives it no credit, as an assisted conversion): its
     `impressions`, `clicks`, `ctr`, `people`, `assistedConversions`, `attributedConversions` and
     `revenueByCurrency` (`{currency, revenue, orders}`) credited by `model`, and the card
     `totalRevenue`. Most clicked first, then most seen, then by id; `total` counts every row, `limit` /

@@ -2,11 +2,12 @@
 -- per entity and currency (NULL currency: purchases without an order, which carry no money).
 --
 -- Conversions: orders (refunds excluded) whose time falls in [$range_start, $range_end), and
--- `purchase` events in it that name no order (`metadata.orderId`): a purchase event naming an order
--- is that same purchase, counted once, with the order's money. Touchpoints: impressions and clicks
--- ($touch_names) of an entity ($entity_types) by the same person, strictly before the conversion and
--- at most $lookback_us earlier. Each conversion's touchpoints are ordered by time, then event id, and
--- credited by each model so that one conversion's credits sum to 1:
+-- `purchase` events in it that name no sale (`metadata.orderId`: a sale of the site, of any date): a
+-- purchase event naming a sale is that same purchase, counted once, at the sale's time, with its
+-- money. Touchpoints: impressions and clicks ($touch_names) of an entity ($entity_types) by the same
+-- person, strictly before the conversion and at most $lookback_us earlier. Each conversion's
+-- touchpoints are ordered by time, then event id, and credited by each model so that one
+-- conversion's credits sum to 1:
 --   first_touch / last_touch: all to the first / last; linear: 1/n each;
 --   time_decay: weight 2^(-age / $half_life_us), age = conversion time - touchpoint time, normalised;
 --   position_based: 1 touch: 1; 2 touches: 1/2 each; n >= 3: 0.4 first, 0.4 last, 0.2/(n - 2) between.
@@ -19,11 +20,6 @@ WITH orders_scoped AS (
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end AND NOT is_refund
 ),
-known_orders AS (
-    -- A purchase event may be stored a little before or after its order: look a day either side.
-    SELECT order_id FROM orders
-    WHERE site_id = $site_id AND date BETWEEN $scan_start - 1 AND $scan_end + 1
-),
 purchase_events AS (
     SELECT event_id, person_id, ts, json_extract_string(metadata, '$.orderId') AS order_ref
     FROM events_people
@@ -35,7 +31,10 @@ conversions AS (
     UNION ALL
     SELECT 'event:' || event_id, person_id, ts, NULL, NULL
     FROM purchase_events
-    WHERE order_ref IS NULL OR order_ref NOT IN (SELECT order_id FROM known_orders)
+    -- Against every sale of the site, as the overview and funnels read it: a sale of another day
+    -- (the event stored days from its order) is still that sale, not a second conversion, and a
+    -- refund's id names no sale (it used to be any order a day either side of the range).
+    WHERE order_ref IS NULL OR NOT is_a_sale($site_id, order_ref)
 ),
 touchpoints AS (
     SELECT event_id, person_id, ts, lower(entity_type) AS entity_type, entity_id

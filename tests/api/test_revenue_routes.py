@@ -235,6 +235,46 @@ def test_recommendation_revenue_and_an_unknown_id(owner, shop):
     }
 
 
+def test_a_purchase_event_is_the_sale_it_names_of_any_date_and_a_refund_is_no_sale(app, owner):
+    # eve sees C1 on 10 Mar and sends a purchase event naming her order "late" on 31 Mar; the shop
+    # records that sale on 3 Apr (payment cleared). fay clicks C2 on 20 Mar and sends a purchase event
+    # on 21 Mar naming "r-fay", which is a refund, not a sale: a purchase without money.
+    site = owner.make_site(timezone="UTC")
+    events = [
+        touch("impression", "eve", "2024-03-10T00:00:00Z", "campaign", "C1"),
+        {"name": "purchase", "visitorId": "eve", "sessionId": "s-eve", "timestamp": "2024-03-31T12:00:00Z",
+         "eventId": "buy-eve", "metadata": {"orderId": "late"}},
+        touch("click", "fay", "2024-03-20T00:00:00Z", "campaign", "C2"),
+        {"name": "purchase", "visitorId": "fay", "sessionId": "s-fay", "timestamp": "2024-03-21T00:00:00Z",
+         "eventId": "buy-fay", "metadata": {"orderId": "r-fay"}},
+    ]  # fmt: skip
+    response = owner.post("/analytics/track/batch", json={"siteId": site["id"], "events": events})
+    assert response.json()["rejected"] == []
+    for body in (
+        order("eve", "late", "2024-04-03T00:00:00Z", "EUR", "40.00"),
+        order("fay", "r-fay", "2024-03-05T00:00:00Z", "EUR", "-10.00", isRefund=True),
+    ):
+        assert owner.post("/analytics/track/order", json={"siteId": site["id"], **body}).status_code == 201
+    app.state.ingest.flush()
+
+    def campaign(entity_id: str, dates: dict) -> dict:
+        params = {"siteId": site["id"], **dates}
+        return owner.get(f"/analytics/revenue/campaigns/{entity_id}", params=params).json()
+
+    # March: eve's purchase event is her April sale, no conversion of March (it counted as one without
+    # money, and again in April); fay's names no sale, so it is a conversion (it counted as none).
+    c1, c2 = campaign("C1", MARCH), campaign("C2", MARCH)
+    assert (c1["assistedConversions"], {m["conversions"] for m in c1["models"]}) == (0, {0})
+    assert (c2["assistedConversions"], {m["conversions"] for m in c2["models"]}) == (1, {1.0})
+    assert all(m["revenueByCurrency"] == [] for m in c2["models"])
+    april = campaign("C1", {"startDate": "2024-04-01", "endDate": "2024-04-30"})
+    assert april["assistedConversions"] == 1
+    assert {str(models) for models in models_of(april).values()} == {
+        str((1.0, [{"currency": "EUR", "revenue": "40.00", "orders": 1.0}],
+             {"amount": "40.00", "currency": "EUR", "mixed": False}))
+    }  # fmt: skip
+
+
 def test_recommendations_breakdown(owner, shop):
     response = owner.get(
         "/analytics/recommendations/breakdown",

@@ -69,13 +69,13 @@ def touchpoints_before(conversion: dict, touches: list[dict], lookback_days: int
 
 def reference_attribution(shop: dict, lookback_days: int) -> dict[tuple, dict[str, float | Decimal]]:
     """Per (entity type, entity id, currency): credited conversions and revenue per model."""
-    order_ids = {o["order_id"] for o in shop["orders"]}
+    sales = {o["order_id"] for o in shop["orders"] if not o["refund"]}
     conversions = [
         {"person": o["person"], "at": o["at"], "currency": o["currency"], "total": o["total"]}
         for o in shop["orders"] if not o["refund"] and RANGE_START <= o["at"] < RANGE_END
     ] + [
         {"person": p["person"], "at": p["at"], "currency": None, "total": None}
-        for p in shop["purchases"] if p["order_ref"] not in order_ids and RANGE_START <= p["at"] < RANGE_END
+        for p in shop["purchases"] if p["order_ref"] not in sales and RANGE_START <= p["at"] < RANGE_END
     ]  # fmt: skip
     out: dict[tuple, dict] = defaultdict(lambda: defaultdict(float))
     for conversion in conversions:
@@ -111,11 +111,17 @@ NAMES = [
     "view",
     "widget_impression",
     "widget_view",
+    "product_impression",
     "product_click",
     "page_view",
     "hover",
 ]
-TOUCH_NAMES = {"impression", "click", "view", "widget_impression", "widget_view", "product_click"}
+# Touchpoints as docs/decisions.md names them: impressions and clicks of campaigns, widgets and
+# recommendations (the entity type in any case) with an entity id.
+IMPRESSION_NAMES = {"impression", "view", "widget_impression", "widget_view", "product_impression"}
+CLICK_NAMES = {"click", "product_click"}
+TOUCH_NAMES = IMPRESSION_NAMES | CLICK_NAMES
+ENTITY_TYPES = ("campaign", "widget", "recommendation")
 
 touch_strategy = st.tuples(
     st.sampled_from(PEOPLE), TOUCH_DAYS, st.sampled_from(NAMES), st.sampled_from(ENTITIES)
@@ -129,21 +135,27 @@ money_strategy = st.sampled_from(["EUR", "USD", "JPY", "KWD"]).flatmap(
 order_strategy = st.tuples(st.sampled_from(PEOPLE), ORDER_DAYS, money_strategy, st.booleans(), st.booleans())
 
 
-def build_shop(touches, orders, loose_purchases, *, linked: bool = False) -> dict:
+def build_shop(touches, orders, loose_purchases, *, linked: bool = False, links=()) -> dict:
     """The lake's steps per visitor and the same facts per person. ``linked``: v0 and v1 identify as
-    user u0 (one person on two devices)."""
+    user u0 (one person on two devices). ``links``: more ``(visitor, user, seconds)`` identify steps,
+    at any time (after the visitor's events too); a visitor is the user of its earliest link, of two
+    at one instant the smaller user id. ``loose_purchases``: ``(person, seconds)`` purchase events
+    naming no order, or ``(person, seconds, order_ref)`` naming one (any order id, refunds and ids
+    of no order included)."""
     shop = {"touches": [], "orders": [], "purchases": []}
     steps: dict[str, list[dict]] = defaultdict(list)
-    if linked:
-        for visitor in ("v0", "v1"):
-            steps[visitor].append({"event": "identify", "at": iso(ORIGIN), "userId": "u0"})
+    links = [*(((v, "u0", 0) for v in ("v0", "v1")) if linked else ()), *links]
+    for visitor, user, seconds in links:
+        steps[visitor].append({"event": "identify", "at": iso(at(seconds)), "userId": user})
     for n, (person, seconds, name, (entity_type, entity_id)) in enumerate(touches):
         event_id = f"t{n}"
         extra = {"metadata": {"productItemCode": "P9"}} if name == "product_click" else {}
         steps[person].append({"event": name, "at": iso(at(seconds)), "eventId": event_id, "entityType": entity_type,
                               "entityId": entity_id, **extra})  # fmt: skip
-        shop["touches"].append({"person": person, "at": at(seconds), "event_id": event_id, "entity_type": entity_type,
-                                "entity_id": entity_id, "touch": name in TOUCH_NAMES and entity_type != "product"})  # fmt: skip
+        kind = entity_type.lower()
+        shop["touches"].append({"person": person, "at": at(seconds), "event_id": event_id, "name": name,
+                                "entity_type": kind, "entity_id": entity_id,
+                                "touch": name in TOUCH_NAMES and kind in ENTITY_TYPES and entity_id != ""})  # fmt: skip
     for n, (person, seconds, (currency, total), refund, reported) in enumerate(orders):
         order_id = f"o{n}"
         amount = -total if refund else total
@@ -154,14 +166,24 @@ def build_shop(touches, orders, loose_purchases, *, linked: bool = False) -> dic
         if reported and not refund:  # the storefront also sends a purchase event for it
             steps[person].append({"event": "purchase", "at": iso(at(seconds)), "eventId": f"p-{order_id}",
                                   "metadata": {"orderId": order_id}})  # fmt: skip
-            shop["purchases"].append({"person": person, "at": at(seconds), "order_ref": order_id})
-    for n, (person, seconds) in enumerate(loose_purchases):
-        steps[person].append({"event": "purchase", "at": iso(at(seconds)), "eventId": f"loose{n}"})
-        shop["purchases"].append({"person": person, "at": at(seconds), "order_ref": None})
+            shop["purchases"].append({"person": person, "at": at(seconds), "order_ref": order_id,
+                                      "event_id": f"p-{order_id}"})  # fmt: skip
+    for n, (person, seconds, *ref) in enumerate(loose_purchases):
+        order_ref = ref[0] if ref else None
+        metadata = {"metadata": {"orderId": order_ref}} if order_ref is not None else {}
+        steps[person].append(
+            {"event": "purchase", "at": iso(at(seconds)), "eventId": f"loose{n}", **metadata}
+        )
+        shop["purchases"].append(
+            {"person": person, "at": at(seconds), "order_ref": order_ref, "event_id": f"loose{n}"}
+        )
     shop["steps"] = dict(steps)
-    if linked:
-        for fact in shop["touches"] + shop["orders"] + shop["purchases"]:
-            fact["person"] = "u0" if fact["person"] in ("v0", "v1") else fact["person"]
+    first_link = {}
+    for visitor, user, seconds in links:
+        first_link[visitor] = min(first_link.get(visitor, (seconds, user)), (seconds, user))
+    shop["person_of"] = {visitor: user for visitor, (_, user) in first_link.items()}
+    for fact in shop["touches"] + shop["orders"] + shop["purchases"]:
+        fact["person"] = shop["person_of"].get(fact["person"], fact["person"])
     return shop
 
 
