@@ -35,7 +35,7 @@ router = APIRouter(prefix="/analytics/category/{siteId}", tags=["analytics"])
 
 SEMANTICS = (
     "Category activity is read from `category_view` and `category_filter` events (their "
-    "`metadata.categoryPath`, else `entityId`), from `product_view`, `product_click` and `add_to_cart` "
+    "`metadata.categoryPath`, else `entityId` when that path names no category, as `''` or ` > `), from `product_view`, `product_click` and `add_to_cart` "
     "events (their `metadata.categoryPath`) and from the lines of orders (each line's `categoryPath`). "
     "Events and lines that name no category count under the category `unknown`. A path is its parts "
     "joined by ` > ` (`Home > Kitchen`; spaces around `>` do not matter, case does). `categoryPath` "

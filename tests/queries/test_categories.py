@@ -338,3 +338,21 @@ def test_a_line_of_quantity_zero_bought_nothing(lake):
     home = dump(category_overview(engine, query("Home")))
     assert home["totals"]["orders"] == 1
     assert home["revenueByCurrency"] == [money("EUR", "4.50", 1, "4.50")]
+
+
+def test_a_category_event_whose_path_names_none_is_its_entity(lake):
+    """A categoryPath of only `>` and blanks names no category, as an empty one does: the event's
+    entityId names it (such events counted under `unknown`); without an entityId it is `unknown`."""
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "dee": [
+            {**cat("category_view", 1, "10:00:00", " > ", "s-dee"), "entityId": "Garden"},
+            {**cat("category_filter", 1, "10:01:00", "  ", "s-dee", filterName="color"), "entityId": "Garden > Tools"},
+            cat("category_view", 1, "10:02:00", ">", "s-dee"),
+        ],
+    })  # fmt: skip
+    rows = dump(top_categories(engine, query(), limit=10))["categories"]
+    assert [(r["categoryPath"], r["categoryViews"], r["filterUses"]) for r in rows] == [
+        ("Garden", 1, 0), ("unknown", 1, 0), ("Garden > Tools", 0, 1),
+    ]  # fmt: skip
+
