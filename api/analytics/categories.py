@@ -153,7 +153,7 @@ def trends(request: Request, query: Category) -> CategoryTrends:
 def filters(request: Request, query: Category, limit: Limit = 20) -> CategoryFilters:
     """Filters used on category listings, from `category_filter` events: the filter is
     `metadata.filterName`, else `filterType`, else `filter` (`unknown` when none); its value
-    `metadata.filterValue`, else `value` (null when none). Per filter and value: `uses`, `people`,
+    `metadata.filterValue`, else `value` (null when none); an empty text is none. Per filter and value: `uses`, `people`,
     `categories` (distinct paths); most used first. `totalUses` counts every use in the selection."""
     return category_filters(request.app.state.engine, query, limit=limit)
 

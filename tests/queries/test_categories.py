@@ -356,3 +356,19 @@ def test_a_category_event_whose_path_names_none_is_its_entity(lake):
         ("Garden", 1, 0), ("unknown", 1, 0), ("Garden > Tools", 0, 1),
     ]  # fmt: skip
 
+
+def test_an_empty_filter_name_or_value_names_nothing(lake):
+    """`filterName: ""` beside `filterType: "price"` is the price filter, `filterValue: ""` beside
+    `value` that value; with nothing else, the filter is `unknown` and the value null."""
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ann": [
+            cat("category_filter", 1, "10:00:00", KITCHEN, "s", filterName="", filterType="price", filterValue="",
+                value="10-20"),
+            cat("category_filter", 1, "10:01:00", KITCHEN, "s", filterName="", filterValue=""),
+        ],
+    })  # fmt: skip
+    assert dump(category_filters(engine, query(), limit=10))["filters"] == [
+        {"filter": "price", "value": "10-20", "uses": 1, "people": 1, "categories": 1},
+        {"filter": "unknown", "value": None, "uses": 1, "people": 1, "categories": 1},
+    ]
