@@ -119,9 +119,11 @@ def conversion(request: Request, query: Category) -> CategoryConversion:
 
 @router.get("/products", **_response(CategoryProducts))
 def products(request: Request, query: Category, limit: Limit = 20) -> CategoryProducts:
-    """Products viewed, clicked, added or sold in the categories, most viewed first, then most orders,
-    then by code (products known only by `productId` last). A product is its `productId`, the canonical
-    uuid of its `productItemCode` (the same code on the same site is always the same id); an order line
+    """Products viewed, clicked, added or sold in the categories (`product_view`, `product_click` and
+    `add_to_cart` events and order lines: a category event carrying a `productItemCode` names no
+    product), most viewed first, then most orders, then by code (products known only by `productId`
+    last). A product is its `productId`, the canonical uuid of its `productItemCode` (the same code on
+    the same site is always the same id); an order line
     without a code is the product its `productId` names, which is the product of a code when that id
     derives from it (one row, with the code), else a row with `productItemCode` null. Counts are those
     that name the selected categories: `views`, `viewers`, `clicks`, `addToCarts`, `orders`,

@@ -357,6 +357,21 @@ def test_a_category_event_whose_path_names_none_is_its_entity(lake):
     ]  # fmt: skip
 
 
+def test_a_category_event_carrying_a_product_code_names_no_product(lake):
+    """A category_view may carry a listing's featured product: that is no view, click, add or sale of
+    it, so it neither lists the product nor names it (its `name` is the category's)."""
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ann": [
+            cat("category_view", 1, "10:00:00", KITCHEN, "s-ann", productItemCode="P6", name="Kitchen"),
+            product("product_view", 1, "10:01:00", "P5", KITCHEN, "s-ann"),
+            cat("category_view", 1, "10:02:00", KITCHEN, "s-ann", productItemCode="P5", name="Kitchen"),
+        ],
+    })  # fmt: skip
+    rows = dump(category_products(engine, query(), limit=10))["products"]
+    assert [(r["productItemCode"], r["name"], r["views"]) for r in rows] == [("P5", "Name P5", 1)]
+
+
 def test_an_empty_filter_name_or_value_names_nothing(lake):
     """`filterName: ""` beside `filterType: "price"` is the price filter, `filterValue: ""` beside
     `value` that value; with nothing else, the filter is `unknown` and the value null."""
