@@ -129,7 +129,9 @@ def products(request: Request, query: Category, limit: Limit = 20) -> CategoryPr
     that name the selected categories: `views`, `viewers`, `clicks`, `addToCarts`, `orders`,
     `unitsSold`, `buyers`, `viewersWhoBought` (viewers who bought it at or after their first view) and
     `viewToPurchaseRate` = viewersWhoBought / viewers;
-    `name` is the latest name its events gave it, else its order lines; `revenueByCurrency` per currency."""
+    `name` is the latest non-empty `metadata.name` (else `productName`) of its product events there, else
+    the latest non-empty name of its order lines there (at one instant the later event id; the later order
+    id, then line); `revenueByCurrency` per currency."""
     return category_products(request.app.state.engine, query, limit=limit)
 
 

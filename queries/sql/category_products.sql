@@ -29,7 +29,8 @@ event_counts AS (
         count(DISTINCT person_id) FILTER (WHERE name = 'product_view') AS viewers,
         count(*) FILTER (WHERE name = 'product_click') AS clicks,
         count(*) FILTER (WHERE name = 'add_to_cart') AS add_to_carts,
-        arg_max(product_name, ts) FILTER (WHERE product_name IS NOT NULL) AS product_name
+        -- The latest name; at one instant the later event id, so ties never depend on storage order.
+        arg_max(product_name, (ts, event_id)) FILTER (WHERE product_name IS NOT NULL) AS product_name
     FROM events
     GROUP BY product_key
 ),
@@ -42,7 +43,7 @@ lines AS (
 product_sales AS (
     SELECT product_key, count(DISTINCT order_id) AS orders, sum(quantity) AS units_sold,
         count(DISTINCT person_id) AS buyers,
-        arg_max(product_name, ts) FILTER (WHERE product_name IS NOT NULL) AS product_name
+        arg_max(product_name, (ts, order_id, line_no)) FILTER (WHERE product_name IS NOT NULL) AS product_name
     FROM lines
     GROUP BY product_key
 ),

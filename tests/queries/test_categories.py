@@ -357,6 +357,38 @@ def test_a_category_event_whose_path_names_none_is_its_entity(lake):
     ]  # fmt: skip
 
 
+def test_a_product_is_named_by_its_latest_name_that_is_not_empty(lake):
+    """An empty name names nothing: P7's later `name: ""` keeps "Kettle"; P8's `productName` names it
+    when its `name` is empty; P9, named by no event, takes its lines' latest non-empty name."""
+    ingest, engine = lake
+
+    def view(clock: str, code: str, **names) -> dict:
+        return {"event": "product_view", "at": at(1, clock), "sessionId": "s",
+                "metadata": {"productItemCode": code, "categoryPath": KITCHEN, **names}}  # fmt: skip
+
+    journeys_for(ingest, {
+        "ann": [
+            view("10:00:00", "P7", name="Kettle"),
+            view("10:01:00", "P7", name=""),
+            view("10:02:00", "P8", name="", productName="Kessel"),
+            view("10:03:00", "P9"),
+            {"order": "o1", "at": at(1, "10:04:00"), "currency": "EUR", "total": "3.00", "items": [
+                {"productItemCode": "P9", "quantity": 1, "price": "1.00", "name": "Mug", "categoryPath": KITCHEN},
+            ]},
+            {"order": "o2", "at": at(1, "10:05:00"), "currency": "EUR", "total": "1.00", "items": [
+                {"productItemCode": "P9", "quantity": 1, "price": "1.00", "name": "", "categoryPath": KITCHEN},
+            ]},
+        ],
+    })  # fmt: skip
+    rows = dump(category_products(engine, query(), limit=10))["products"]
+    # P7 has two views, P9 one and two orders, P8 one view.
+    assert [(r["productItemCode"], r["name"]) for r in rows] == [
+        ("P7", "Kettle"),
+        ("P9", "Mug"),
+        ("P8", "Kessel"),
+    ]
+
+
 def test_a_category_event_carrying_a_product_code_names_no_product(lake):
     """A category_view may carry a listing's featured product: that is no view, click, add or sale of
     it, so it neither lists the product nor names it (its `name` is the category's)."""
