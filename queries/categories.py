@@ -441,8 +441,9 @@ def category_filters(engine: Engine, query: CategoryQuery, *, limit: int) -> Cat
 
 
 def category_paths(engine: Engine, query: CategoryQuery, *, limit: int) -> CategoryPaths:
-    """Steps between consecutive category views of a session (repeats folded), most frequent first;
-    `share` is the step's part of all steps leaving its `fromPath`."""
+    """Steps between consecutive category views of a session (a person's session id; at one instant by
+    event id), repeats folded, most frequent first; `share` is the step's part of all steps leaving
+    its `fromPath`."""
     params = {**query.params(), "limit": limit}
     rows = library.run(engine, "category_paths", params).to_pylist()
     return CategoryPaths(

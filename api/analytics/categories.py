@@ -91,7 +91,8 @@ def _response(model: type) -> dict[str, Any]:
 @router.get("/overview", **_response(CategoryOverview))
 def overview(request: Request, query: Category) -> CategoryOverview:
     """Totals over the selected categories: `categoryViews`, `viewers` (people with a view), `sessions`
-    with a view, `filterUses`, `productViews`, `addToCarts`, `categories` (distinct paths seen),
+    with a view (a session is a person's `sessionId`: a visitor id that changes at login within a session
+    stays one session), `filterUses`, `productViews`, `addToCarts`, `categories` (distinct paths seen),
     `orders` holding a line of them and `unitsSold`; `revenueByCurrency` (`{currency, revenue, orders,
     avgOrderValue}`, average = revenue / orders of that currency) and the `revenue` card; and
     `topCategories`, the five most viewed paths as `/top` lists them."""
@@ -137,11 +138,11 @@ def products(request: Request, query: Category, limit: Limit = 20) -> CategoryPr
 
 @router.get("/paths", **_response(CategoryPaths))
 def paths(request: Request, query: Category, limit: Limit = 20) -> CategoryPaths:
-    """How people move between categories: the `category_view` events of each session in time order,
-    repeated views of one category in a row folded into one, each step from one category to the next.
-    Per step (`fromPath` → `toPath`): `transitions`, `sessions`, `people`, and `share` of all steps
-    leaving `fromPath`. With `categoryPath`, steps that start or end in the selected categories; most
-    frequent first."""
+    """How people move between categories: the `category_view` events of each session (a person's
+    `sessionId`) in time order (at one instant by `eventId`), repeated views of one category in a row
+    folded into one, each step from one category to the next. Per step (`fromPath` → `toPath`):
+    `transitions`, `sessions`, `people`, and `share` of all steps leaving `fromPath`. With
+    `categoryPath`, steps that start or end in the selected categories; most frequent first."""
     return category_paths(request.app.state.engine, query, limit=limit)
 
 
