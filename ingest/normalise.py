@@ -391,8 +391,11 @@ class _BatchContext:
             raise Rejected(
                 "INVALID_EVENT", f"metadata.categoryPath is longer than {MAX_CATEGORY_PATH_LENGTH} characters"
             )
-        if name in CATEGORY_EVENTS:
-            category_path = str(category_path or event.entity_id or UNKNOWN_CATEGORY)
+        if name in CATEGORY_EVENTS and not _names_a_category(category_path):
+            # Its path, else the category its entityId names. A path of only `>` and blanks (' > ')
+            # names none, as an empty one does: it used to be kept and count under `unknown`, though
+            # the entityId said which category the listing was.
+            category_path = event.entity_id or category_path or UNKNOWN_CATEGORY
         timestamp = event.timestamp
         if timestamp is None:
             # Server time, a microsecond apart per place in the batch: events sent without a time
@@ -421,6 +424,15 @@ class _BatchContext:
             currency,
             None if value is None else money(value, "value"),
         )
+
+
+def _names_a_category(path: str | None) -> bool:
+    """Whether a category path has a part once `>` and blanks are set aside (as the read side's
+    `category_path_of` finds it: `' > '` names none)."""
+    return path is not None and path.strip(">" + _PATH_BLANKS) != ""
+
+
+_PATH_BLANKS = " \t\n\f\r"
 
 
 def _unstorable() -> Rejected:

@@ -371,9 +371,10 @@ def category_tree(engine: Engine, query: CategoryQuery) -> CategoryTree:
 
 
 def category_products(engine: Engine, query: CategoryQuery, *, limit: int) -> CategoryProducts:
-    """Products seen or sold in the subtree, most viewed first (then most orders, then by code, products
-    known only by productId last): their activity there, sales per currency, and the share of their
-    viewers who bought them at or after viewing. A product is its productId: a line naming only the
+    """Products viewed, clicked or added to carts in the subtree (product events; a category event
+    carrying a code names no product) or sold there, most viewed first (then most orders, then by
+    code, products known only by productId last): their activity there, sales per currency, and the
+    share of their viewers who bought them at or after viewing. A product is its productId: a line naming only the
     productId of a code is that code's product."""
     with _category_activity(engine, query) as cursor:
         rows = _run(cursor, "category_products", {"site_id": query.site_id, "limit": limit})
@@ -440,8 +441,9 @@ def category_filters(engine: Engine, query: CategoryQuery, *, limit: int) -> Cat
 
 
 def category_paths(engine: Engine, query: CategoryQuery, *, limit: int) -> CategoryPaths:
-    """Steps between consecutive category views of a session (repeats folded), most frequent first;
-    `share` is the step's part of all steps leaving its `fromPath`."""
+    """Steps between consecutive category views of a session (a person's session id; at one instant by
+    event id), repeats folded, most frequent first; `share` is the step's part of all steps leaving
+    its `fromPath`."""
     params = {**query.params(), "limit": limit}
     rows = library.run(engine, "category_paths", params).to_pylist()
     return CategoryPaths(

@@ -35,7 +35,7 @@ router = APIRouter(prefix="/analytics/category/{siteId}", tags=["analytics"])
 
 SEMANTICS = (
     "Category activity is read from `category_view` and `category_filter` events (their "
-    "`metadata.categoryPath`, else `entityId`), from `product_view`, `product_click` and `add_to_cart` "
+    "`metadata.categoryPath`, else `entityId` when that path names no category, as `''` or ` > `), from `product_view`, `product_click` and `add_to_cart` "
     "events (their `metadata.categoryPath`) and from the lines of orders (each line's `categoryPath`). "
     "Events and lines that name no category count under the category `unknown`. A path is its parts "
     "joined by ` > ` (`Home > Kitchen`; spaces around `>` do not matter, case does). `categoryPath` "
@@ -91,7 +91,8 @@ def _response(model: type) -> dict[str, Any]:
 @router.get("/overview", **_response(CategoryOverview))
 def overview(request: Request, query: Category) -> CategoryOverview:
     """Totals over the selected categories: `categoryViews`, `viewers` (people with a view), `sessions`
-    with a view, `filterUses`, `productViews`, `addToCarts`, `categories` (distinct paths seen),
+    with a view (a session is a person's `sessionId`: a visitor id that changes at login within a session
+    stays one session), `filterUses`, `productViews`, `addToCarts`, `categories` (distinct paths seen),
     `orders` holding a line of them and `unitsSold`; `revenueByCurrency` (`{currency, revenue, orders,
     avgOrderValue}`, average = revenue / orders of that currency) and the `revenue` card; and
     `topCategories`, the five most viewed paths as `/top` lists them."""
@@ -119,25 +120,29 @@ def conversion(request: Request, query: Category) -> CategoryConversion:
 
 @router.get("/products", **_response(CategoryProducts))
 def products(request: Request, query: Category, limit: Limit = 20) -> CategoryProducts:
-    """Products viewed, clicked, added or sold in the categories, most viewed first, then most orders,
-    then by code (products known only by `productId` last). A product is its `productId`, the canonical
-    uuid of its `productItemCode` (the same code on the same site is always the same id); an order line
+    """Products viewed, clicked, added or sold in the categories (`product_view`, `product_click` and
+    `add_to_cart` events and order lines: a category event carrying a `productItemCode` names no
+    product), most viewed first, then most orders, then by code (products known only by `productId`
+    last). A product is its `productId`, the canonical uuid of its `productItemCode` (the same code on
+    the same site is always the same id); an order line
     without a code is the product its `productId` names, which is the product of a code when that id
     derives from it (one row, with the code), else a row with `productItemCode` null. Counts are those
     that name the selected categories: `views`, `viewers`, `clicks`, `addToCarts`, `orders`,
     `unitsSold`, `buyers`, `viewersWhoBought` (viewers who bought it at or after their first view) and
     `viewToPurchaseRate` = viewersWhoBought / viewers;
-    `name` is the latest name its events gave it, else its order lines; `revenueByCurrency` per currency."""
+    `name` is the latest non-empty `metadata.name` (else `productName`) of its product events there, else
+    the latest non-empty name of its order lines there (at one instant the later event id; the later order
+    id, then line); `revenueByCurrency` per currency."""
     return category_products(request.app.state.engine, query, limit=limit)
 
 
 @router.get("/paths", **_response(CategoryPaths))
 def paths(request: Request, query: Category, limit: Limit = 20) -> CategoryPaths:
-    """How people move between categories: the `category_view` events of each session in time order,
-    repeated views of one category in a row folded into one, each step from one category to the next.
-    Per step (`fromPath` → `toPath`): `transitions`, `sessions`, `people`, and `share` of all steps
-    leaving `fromPath`. With `categoryPath`, steps that start or end in the selected categories; most
-    frequent first."""
+    """How people move between categories: the `category_view` events of each session (a person's
+    `sessionId`) in time order (at one instant by `eventId`), repeated views of one category in a row
+    folded into one, each step from one category to the next. Per step (`fromPath` → `toPath`):
+    `transitions`, `sessions`, `people`, and `share` of all steps leaving `fromPath`. With
+    `categoryPath`, steps that start or end in the selected categories; most frequent first."""
     return category_paths(request.app.state.engine, query, limit=limit)
 
 
@@ -153,7 +158,7 @@ def trends(request: Request, query: Category) -> CategoryTrends:
 def filters(request: Request, query: Category, limit: Limit = 20) -> CategoryFilters:
     """Filters used on category listings, from `category_filter` events: the filter is
     `metadata.filterName`, else `filterType`, else `filter` (`unknown` when none); its value
-    `metadata.filterValue`, else `value` (null when none). Per filter and value: `uses`, `people`,
+    `metadata.filterValue`, else `value` (null when none); an empty text is none. Per filter and value: `uses`, `people`,
     `categories` (distinct paths); most used first. `totalUses` counts every use in the selection."""
     return category_filters(request.app.state.engine, query, limit=limit)
 

@@ -1,12 +1,17 @@
 -- The category and product events of one site in the range, as the temporary table `category_events`
--- of the cursor: each with its person, session, time, name, product code and normalised category path
--- (parts joined by ' > '; 'unknown' when the event names none), restricted to the subtree of
--- $category_path when it is not null (the path itself and every path below it).
+-- of the cursor: each with its person, session, time, id, name, product code and name, and normalised
+-- category path (parts joined by ' > '; 'unknown' when the event names none), restricted to the subtree
+-- of $category_path when it is not null (the path itself and every path below it).
 CREATE OR REPLACE TEMP TABLE category_events AS
 WITH scoped AS (
-    SELECT person_id, session_id, ts, name, product_item_code,
+    SELECT person_id, session_id, ts, event_id, name, product_item_code,
         CASE WHEN name = 'category_filter' THEN metadata END AS filter_metadata,
-        CASE WHEN product_item_code IS NOT NULL THEN json_extract_string(metadata, '$.name') END AS product_name,
+        -- The product's name: metadata.name, else productName; an empty one names nothing (as in the
+        -- catalog and tracking status), so `name: ""` no longer hid an earlier or a productName.
+        CASE WHEN product_item_code IS NOT NULL THEN coalesce(
+            nullif(json_extract_string(metadata, '$.name'), ''),
+            nullif(json_extract_string(metadata, '$.productName'), '')
+        ) END AS product_name,
         category_path_of(category_path) AS category_path
     FROM events_people
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end

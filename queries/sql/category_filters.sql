@@ -1,18 +1,19 @@
 -- Filter uses of `category_events` (category_filter events): the filter is metadata.filterName, else
 -- filterType, else filter ('unknown' when none); its value metadata.filterValue, else value (may be
--- null). Per filter and value: uses, distinct people and distinct categories; `total_uses` counts
--- every use, also of the rows past $limit.
+-- null). An empty text names nothing, as a null does: `filterName: ""` beside `filterType: "price"` is
+-- the price filter (it was a filter named ''). Per filter and value: uses, distinct people and distinct
+-- categories; `total_uses` counts every use, also of the rows past $limit.
 WITH uses AS (
     SELECT person_id, category_path,
         coalesce(
-            json_extract_string(filter_metadata, '$.filterName'),
-            json_extract_string(filter_metadata, '$.filterType'),
-            json_extract_string(filter_metadata, '$.filter'),
+            nullif(json_extract_string(filter_metadata, '$.filterName'), ''),
+            nullif(json_extract_string(filter_metadata, '$.filterType'), ''),
+            nullif(json_extract_string(filter_metadata, '$.filter'), ''),
             'unknown'
         ) AS filter,
         coalesce(
-            json_extract_string(filter_metadata, '$.filterValue'),
-            json_extract_string(filter_metadata, '$.value')
+            nullif(json_extract_string(filter_metadata, '$.filterValue'), ''),
+            nullif(json_extract_string(filter_metadata, '$.value'), '')
         ) AS value
     FROM category_events
     WHERE name = 'category_filter'

@@ -384,6 +384,10 @@ def test_category_path_of_category_events(name):
     assert path(entityId="cat-7") == "cat-7"
     assert path(metadata={"categoryPath": "Home/Garden"}) == "Home/Garden"
     assert path(entityId="cat-7", metadata={"categoryPath": "Home/Garden"}) == "Home/Garden"
+    # A path naming no category (empty, or only `>` and blanks) is none: the entity names it.
+    assert path(entityId="cat-7", metadata={"categoryPath": ""}) == "cat-7"
+    assert path(entityId="cat-7", metadata={"categoryPath": " > \t"}) == "cat-7"
+    assert path(metadata={"categoryPath": " > "}) == " > "  # kept as sent: the queries read it as `unknown`
 
 
 def test_category_path_of_other_events_is_kept_only_as_text():

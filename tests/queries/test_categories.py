@@ -338,3 +338,84 @@ def test_a_line_of_quantity_zero_bought_nothing(lake):
     home = dump(category_overview(engine, query("Home")))
     assert home["totals"]["orders"] == 1
     assert home["revenueByCurrency"] == [money("EUR", "4.50", 1, "4.50")]
+
+
+def test_a_category_event_whose_path_names_none_is_its_entity(lake):
+    """A categoryPath of only `>` and blanks names no category, as an empty one does: the event's
+    entityId names it (such events counted under `unknown`); without an entityId it is `unknown`."""
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "dee": [
+            {**cat("category_view", 1, "10:00:00", " > ", "s-dee"), "entityId": "Garden"},
+            {**cat("category_filter", 1, "10:01:00", "  ", "s-dee", filterName="color"), "entityId": "Garden > Tools"},
+            cat("category_view", 1, "10:02:00", ">", "s-dee"),
+        ],
+    })  # fmt: skip
+    rows = dump(top_categories(engine, query(), limit=10))["categories"]
+    assert [(r["categoryPath"], r["categoryViews"], r["filterUses"]) for r in rows] == [
+        ("Garden", 1, 0), ("unknown", 1, 0), ("Garden > Tools", 0, 1),
+    ]  # fmt: skip
+
+
+def test_a_product_is_named_by_its_latest_name_that_is_not_empty(lake):
+    """An empty name names nothing: P7's later `name: ""` keeps "Kettle"; P8's `productName` names it
+    when its `name` is empty; P9, named by no event, takes its lines' latest non-empty name."""
+    ingest, engine = lake
+
+    def view(clock: str, code: str, **names) -> dict:
+        return {"event": "product_view", "at": at(1, clock), "sessionId": "s",
+                "metadata": {"productItemCode": code, "categoryPath": KITCHEN, **names}}  # fmt: skip
+
+    journeys_for(ingest, {
+        "ann": [
+            view("10:00:00", "P7", name="Kettle"),
+            view("10:01:00", "P7", name=""),
+            view("10:02:00", "P8", name="", productName="Kessel"),
+            view("10:03:00", "P9"),
+            {"order": "o1", "at": at(1, "10:04:00"), "currency": "EUR", "total": "3.00", "items": [
+                {"productItemCode": "P9", "quantity": 1, "price": "1.00", "name": "Mug", "categoryPath": KITCHEN},
+            ]},
+            {"order": "o2", "at": at(1, "10:05:00"), "currency": "EUR", "total": "1.00", "items": [
+                {"productItemCode": "P9", "quantity": 1, "price": "1.00", "name": "", "categoryPath": KITCHEN},
+            ]},
+        ],
+    })  # fmt: skip
+    rows = dump(category_products(engine, query(), limit=10))["products"]
+    # P7 has two views, P9 one and two orders, P8 one view.
+    assert [(r["productItemCode"], r["name"]) for r in rows] == [
+        ("P7", "Kettle"),
+        ("P9", "Mug"),
+        ("P8", "Kessel"),
+    ]
+
+
+def test_a_category_event_carrying_a_product_code_names_no_product(lake):
+    """A category_view may carry a listing's featured product: that is no view, click, add or sale of
+    it, so it neither lists the product nor names it (its `name` is the category's)."""
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ann": [
+            cat("category_view", 1, "10:00:00", KITCHEN, "s-ann", productItemCode="P6", name="Kitchen"),
+            product("product_view", 1, "10:01:00", "P5", KITCHEN, "s-ann"),
+            cat("category_view", 1, "10:02:00", KITCHEN, "s-ann", productItemCode="P5", name="Kitchen"),
+        ],
+    })  # fmt: skip
+    rows = dump(category_products(engine, query(), limit=10))["products"]
+    assert [(r["productItemCode"], r["name"], r["views"]) for r in rows] == [("P5", "Name P5", 1)]
+
+
+def test_an_empty_filter_name_or_value_names_nothing(lake):
+    """`filterName: ""` beside `filterType: "price"` is the price filter, `filterValue: ""` beside
+    `value` that value; with nothing else, the filter is `unknown` and the value null."""
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "ann": [
+            cat("category_filter", 1, "10:00:00", KITCHEN, "s", filterName="", filterType="price", filterValue="",
+                value="10-20"),
+            cat("category_filter", 1, "10:01:00", KITCHEN, "s", filterName="", filterValue=""),
+        ],
+    })  # fmt: skip
+    assert dump(category_filters(engine, query(), limit=10))["filters"] == [
+        {"filter": "price", "value": "10-20", "uses": 1, "people": 1, "categories": 1},
+        {"filter": "unknown", "value": None, "uses": 1, "people": 1, "categories": 1},
+    ]
