@@ -95,6 +95,20 @@ def local_range(timezone: str) -> tuple[datetime, datetime]:
             datetime.combine(END + timedelta(days=1), datetime.min.time(), zone))  # fmt: skip
 
 
+def opt_in_figures(latest: dict[str, dict[str, bool]]) -> dict[str, tuple]:
+    """Per category, from each person's latest values: (granted, denied, opt-in rate)."""
+    figures = {}
+    for category in CATEGORIES:
+        granted = sum(1 for p in latest.values() if p.get(category) is True)
+        denied = sum(1 for p in latest.values() if p.get(category) is False)
+        figures[category] = (
+            granted,
+            denied,
+            round(granted / (granted + denied), 6) if granted + denied else 0.0,
+        )
+    return figures
+
+
 def reference_stats(obs: list[dict], timezone: str) -> dict:
     start, end = local_range(timezone)
     linked = {o["visitor"] for o in obs if o["kind"] == "event" and o["with_user"]}
@@ -105,15 +119,7 @@ def reference_stats(obs: list[dict], timezone: str) -> dict:
         for category, value in item["state"].items():
             if value is not None:
                 person[category] = value
-    rates = {}
-    for category in CATEGORIES:
-        granted = sum(1 for p in latest.values() if p.get(category) is True)
-        denied = sum(1 for p in latest.values() if p.get(category) is False)
-        rates[category] = (
-            granted,
-            denied,
-            round(granted / (granted + denied), 6) if granted + denied else 0.0,
-        )
+    rates = opt_in_figures(latest)
     decided = [p for p in latest.values() if all(c in p for c in ("analytics", "marketing", "preferences"))]
     accept = sum(1 for p in decided if all(p[c] for c in ("analytics", "marketing", "preferences")))
     reject = sum(1 for p in decided if not any(p[c] for c in ("analytics", "marketing", "preferences")))

@@ -20,7 +20,6 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 from zoneinfo import ZoneInfo
 
-import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -34,6 +33,7 @@ from tests.queries.test_consent_property import (
     START,
     VISITORS,
     observation,
+    opt_in_figures,
     person_of,
     reference_stats,
     state,
@@ -41,20 +41,9 @@ from tests.queries.test_consent_property import (
     user_of,
     write,
 )
-from warehouse.engine import Engine
 
 INTERVALS = ("day", "week", "month")
 CURRENCY_UNITS = {"EUR": 2, "USD": 2, "JPY": 0}
-
-
-@pytest.fixture
-def lake(tmp_path):
-    """A lake per test: every example adds files to it, and the queries' time grows with them."""
-    ingest = Ingest(data_dir=tmp_path / "data", flush_interval_seconds=3600)
-    engine = Engine(ingest.lake)
-    yield ingest, engine
-    engine.close()
-    ingest.stop()
 
 
 # --- plain readings of the rules ------------------------------------------------------------------------
@@ -234,15 +223,7 @@ def reference_trends(kept: list[dict], timezone: str, start: date, end: date, in
     for first in firsts:
         inside = [o for o in seen if period_of(o["ts"].astimezone(zone).date(), interval) == first]
         latest = latest_values(inside, linked)
-        figures = {}
-        for category in CATEGORIES:
-            granted = sum(1 for p in latest.values() if p.get(category) is True)
-            denied = sum(1 for p in latest.values() if p.get(category) is False)
-            figures[category] = (
-                granted,
-                denied,
-                round(granted / (granted + denied), 6) if granted + denied else 0.0,
-            )
+        figures = opt_in_figures(latest)
         records = sum(1 for o in inside if o["kind"] == "record")
         periods.append((first, len(latest), records, figures))
     return periods
