@@ -213,7 +213,7 @@ def identity_metrics(request: Request, site: AnalyticsSite, report: Range) -> Id
     `revenueByCurrency` (`{currency, revenue, orders, buyers, avgOrderValue, revenuePerPerson}`,
     revenuePerPerson = revenue / people of the group) and the card `totalRevenue`. `identifiedShare`:
     identified / all people; `conversionRateRatio`: identified rate / anonymous rate (null when the
-    anonymous group has no converter)."""
+    anonymous group has no converter or the identified group no people). A blank user id (`" "`) is no user."""
     return identity_conversion_metrics(request.app.state.engine, report, site_currency=site["currency"])
 
 

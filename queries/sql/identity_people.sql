@@ -2,15 +2,17 @@
 -- the overview), split into identified (the
 -- person is a shop user: the visitor was linked to a user id at any time, or the row carries one) and
 -- anonymous; `converters` bought in the range (an order that is not a refund, or a purchase event
--- that names no sale: one naming a sale is that sale, its person's).
+-- that names no sale: one naming a sale is that sale, its person's). A blank user id ('', ' ') is no
+-- user, as in people_views.sql: `nullif(user_id, '')` took ' ' for one, so a never-linked visitor
+-- sending it was an identified person (and a sale carrying it identified revenue).
 WITH activity AS (
-    SELECT person_id, nullif(user_id, '') IS NOT NULL OR person_id <> visitor_id AS identified,
+    SELECT person_id, coalesce(trim(user_id) <> '', FALSE) OR person_id <> visitor_id AS identified,
         name = 'purchase' AND NOT names_a_sale(site_id, metadata) AS purchased
     FROM events_people
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end
     UNION ALL
-    SELECT person_id, nullif(user_id, '') IS NOT NULL OR person_id <> visitor_id, TRUE
+    SELECT person_id, coalesce(trim(user_id) <> '', FALSE) OR person_id <> visitor_id, TRUE
     FROM orders_people
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end AND NOT is_refund
         AND ts >= $range_start AND ts < $range_end
