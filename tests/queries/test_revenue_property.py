@@ -58,6 +58,25 @@ def reference_credits(ages_days: list[float]) -> dict[str, list[float]]:
     }
 
 
+def reference_revenue(orders: list[dict], start: datetime, end: datetime) -> dict[str, dict]:
+    """Per currency, of the orders timed in [start, end): sales (revenue, orders) and refunds (count,
+    absolute amount)."""
+    expected: dict[str, dict] = {}
+    for o in orders:
+        if not start <= o["at"] < end:
+            continue
+        row = expected.setdefault(
+            o["currency"], {"revenue": Decimal(0), "orders": 0, "refunds": 0, "refunded": Decimal(0)}
+        )
+        if o["refund"]:
+            row["refunds"] += 1
+            row["refunded"] += abs(o["total"])
+        else:
+            row["orders"] += 1
+            row["revenue"] += o["total"]
+    return expected
+
+
 def touchpoints_before(conversion: dict, touches: list[dict], lookback_days: int) -> list[dict]:
     earliest = conversion["at"] - timedelta(days=lookback_days)
     found = [
@@ -211,19 +230,7 @@ def test_revenue_per_currency_matches_the_reference(tmp_path_factory, orders):
     finally:
         engine.close()
         ingest.stop()
-    expected: dict[str, dict] = {}
-    for o in shop["orders"]:
-        if not RANGE_START <= o["at"] < RANGE_END:
-            continue
-        row = expected.setdefault(
-            o["currency"], {"revenue": Decimal(0), "orders": 0, "refunds": 0, "refunded": Decimal(0)}
-        )
-        if o["refund"]:
-            row["refunds"] += 1
-            row["refunded"] += abs(o["total"])
-        else:
-            row["orders"] += 1
-            row["revenue"] += o["total"]
+    expected = reference_revenue(shop["orders"], RANGE_START, RANGE_END)
     assert [r.model_dump(by_alias=True) for r in body.revenue_by_currency] == [
         {
             "currency": c, "revenue": format_amount(r["revenue"], c), "orders": r["orders"],
