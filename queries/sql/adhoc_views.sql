@@ -41,13 +41,15 @@ FROM lines;
 -- the person analytics count it as (that user, else the visitor) - the rule of the people views.
 CREATE TEMP VIEW people AS
 WITH seen AS (
-    SELECT visitor_id, nullif(user_id, '') AS user_id, ts FROM _lake_events
+    -- A blank user id names no user, and at one instant the smaller user id is the link, as in
+    -- people_views.sql (a ' ' user and storage-order ties made this view disagree with the routes).
+    SELECT visitor_id, CASE WHEN trim(user_id) <> '' THEN user_id END AS user_id, ts FROM _lake_events
     UNION ALL
-    SELECT visitor_id, nullif(user_id, '') AS user_id, ts FROM _lake_orders
+    SELECT visitor_id, CASE WHEN trim(user_id) <> '' THEN user_id END AS user_id, ts FROM _lake_orders
 ),
 visitors AS (
     SELECT visitor_id,
-        arg_min(user_id, ts) FILTER (WHERE user_id IS NOT NULL) AS user_id,
+        arg_min(user_id, (ts, user_id)) FILTER (WHERE user_id IS NOT NULL) AS user_id,
         min(ts) FILTER (WHERE user_id IS NOT NULL) AS linked_at,
         min(ts) AS first_seen_at,
         max(ts) AS last_seen_at

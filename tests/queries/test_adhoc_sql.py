@@ -463,6 +463,22 @@ def test_people_view_counts_a_visitor_as_the_user_it_was_linked_to(shop):
     ]  # fmt: skip
 
 
+def test_people_view_reads_links_as_the_analytics_do(lake):
+    """A blank userId names no user, and a visitor linked to two users at one instant is the smaller's,
+    as the people of every analytics route (warehouse/sql/people_views.sql)."""
+    ingest, _ = lake
+    load(ingest, SITE, [
+        event("page_view", "dee", "s-dee", "2024-03-01T10:00:00Z", userId=" "),
+        event("page_view", "eve", "s-eve", "2024-03-01T10:00:00Z", userId="u-b"),
+        event("page_view", "eve", "s-eve", "2024-03-01T10:00:00Z", userId="u-a"),
+    ], [])  # fmt: skip
+    ingest.flush()
+    assert rows(ingest.lake, "SELECT visitor_id, user_id, person_id FROM people ORDER BY 1") == [
+        ("dee", None, "dee"),
+        ("eve", "u-a", "u-a"),
+    ]
+
+
 def test_sessions_view(shop):
     assert rows(shop, "SELECT session_id, person_id, event_count, page_views, has_purchase, duration_seconds, "
                       "entry_url, exit_url, referrer FROM sessions ORDER BY 1") == [
