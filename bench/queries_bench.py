@@ -4,12 +4,16 @@ side by side in one process with the same funnel and retention computed by Click
 ``windowFunnel`` and ``retention``) and by a straightforward polars implementation over the same
 Parquet files. Counts must match (a parity check is printed); ratios are ours / theirs. The search
 analytics (top queries, zero-result queries, products opened from search) read search traffic generated
-on a site of its own (``SEARCH_SITE``), so the other sites' events and figures are as without it.
+on a site of its own (``SEARCH_SITE``), and attribution (revenue per entity, touchpoint counts, the
+recommendations breakdown) reads campaign, widget and recommendation touchpoints, orders and purchase
+events generated on another (``ATTRIBUTION_SITE``), so the other sites' events and figures are as without
+them.
 
     .venv/bin/pip install -e '.[bench]'
     .venv/bin/python bench/queries_bench.py [--events 10000000] [--days 28] [--visitors EVENTS/20]
-        [--search-events EVENTS/10] [--lake DIR] [--runs 3] [--orders-on-events-site]
-        [--skip funnel,cohort,journeys,overview,categories,revenue,associations,top,search,polars,chdb]
+        [--search-events EVENTS/10] [--attribution-events EVENTS/10] [--lake DIR] [--runs 3]
+        [--orders-on-events-site]
+        [--skip funnel,cohort,journeys,overview,categories,revenue,associations,top,search,attribution,polars,chdb]
 
 Events are written 100,000 at a time (several files per day, never all in memory) and compacted. ``--lake DIR`` keeps the
 lake in DIR and reuses it when it already holds events. Every figure is the median of ``--runs``
@@ -42,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.compaction_bench import SITE, STEPS, make_file  # noqa: E402
+from queries.attribution import attributed_rows, entity_revenue, recommendations_breakdown, touchpoint_counts  # noqa: E402
 from queries.categories import CategoryQuery, category_conversion  # noqa: E402
 from queries.cohort import CohortQuery, cohort_report  # noqa: E402
 from queries.funnel import FunnelQuery, funnel  # noqa: E402
@@ -71,6 +76,8 @@ ORDERS_SITE = "44444444-4444-4444-4444-444444444444"
 # (and every figure over them, chDB's and polars' parity included) are the same with it as without it.
 SEARCH_SITE = "66666666-6666-6666-6666-666666666666"
 SEARCH_LIMIT = 20  # the search routes' default
+# Attribution traffic likewise: touchpoints, orders and purchase events on a site of their own.
+ATTRIBUTION_SITE = "77777777-7777-7777-7777-777777777777"
 VOCABULARY = 3000  # distinct queries (before the way people type them), popularity Zipf-like
 
 
@@ -204,11 +211,13 @@ def generate(
     visitors: int,
     orders_site: str = ORDERS_SITE,
     search_events: int = 0,
+    attribution_events: int = 0,
 ) -> int:
     """``events`` events over ``days`` daily partitions of one site, written a million rows at a time
     (the flusher's way: several files per partition), then compacted; product events name products, and
     a third of the carts become orders of ``orders_site``; about ``search_events`` events of search
-    traffic on SEARCH_SITE over the same days. Returns the events written to SITE."""
+    traffic on SEARCH_SITE and about ``attribution_events`` of attribution traffic (with its orders) on
+    ATTRIBUTION_SITE over the same days. Returns the events written to SITE."""
     rng = np.random.default_rng(7)
     per_day = events // days
     for day_number in range(days):
@@ -237,6 +246,24 @@ def generate(
                 )
                 lake.write_file(EVENTS, table[rows], site_id=SEARCH_SITE, date=day.isoformat())
             searched += table.num_rows
+    if attribution_events:
+        # Its own generator: SITE's and SEARCH_SITE's draws above are as without attribution traffic.
+        touches, sales = make_attribution_traffic(
+            np.random.default_rng(17), events=attribution_events, days=days,
+            visitors=max(1, attribution_events // 20),
+        )  # fmt: skip
+        first = np.datetime64(FIRST.isoformat(), "us")
+        day_of = (touches["ts"].to_numpy() - first) // np.timedelta64(1, "D")  # both sorted by ts
+        order_day = (sales["ts"].to_numpy() - first) // np.timedelta64(1, "D")
+        for day_number in range(days):
+            day = FIRST + timedelta(days=day_number)
+            lo, hi = np.searchsorted(day_of, [day_number, day_number + 1])
+            for piece in range(ATTRIBUTION_FILES_PER_DAY):  # the day's stretches, as the flusher leaves them
+                rows = slice(lo + piece * (hi - lo) // ATTRIBUTION_FILES_PER_DAY,
+                             lo + (piece + 1) * (hi - lo) // ATTRIBUTION_FILES_PER_DAY)  # fmt: skip
+                lake.write_file(EVENTS, touches[rows], site_id=ATTRIBUTION_SITE, date=day.isoformat())
+            lo, hi = np.searchsorted(order_day, [day_number, day_number + 1])
+            lake.write_file(ORDERS, sales[lo:hi], site_id=ATTRIBUTION_SITE, date=day.isoformat())
     compact_table(lake, EVENTS)
     compact_table(lake, ORDERS)
     return per_day * days
@@ -381,6 +408,139 @@ def make_search_file(
     )
 
 
+# Attribution traffic: impressions and clicks of campaigns, widgets and recommendations on a site of its own,
+# orders after some clicks, purchase events naming them (as storefronts send), a few refunds.
+# Entities of each kind, ids campaign-00, widget-00, recommendation-00, ...
+ENTITIES = {"campaign": 30, "widget": 20, "recommendation": 40}
+ENTITY_SHARE = (0.4, 0.25, 0.35)  # of the touchpoints, in ENTITIES' order
+# The names storefronts send: an impression (either name) or a click of each kind of entity.
+SEEN_AS = {"campaign": ("impression", "view"), "widget": ("widget_impression", "widget_view"),
+           "recommendation": ("product_impression", "product_impression")}  # fmt: skip
+CLICKED_AS = {"campaign": "click", "widget": "click", "recommendation": "product_click"}
+TOUCH_SHARE = 0.9  # of the attribution events (the rest: purchase events and page views)
+CLICK_RATE = 0.08  # of the touchpoints
+ORDERS_PER_CLICK = 0.35  # of the clicks: an order by the clicker a minute to three days later
+PURCHASE_EVENT = 0.6  # of the orders: a purchase event naming it (metadata.orderId) seconds after
+PURCHASE_EVENT_LATE = 0.05  # of those: stored 2 to 4 days after its order
+MONEYLESS_PURCHASES = 0.1  # purchase events naming no order, per order
+REFUNDS = 0.03  # of the orders, refunded 1 to 5 days later (a refund of its own id)
+ATTRIBUTION_FILES_PER_DAY = 4
+
+
+def make_attribution_traffic(
+    rng: np.random.Generator, *, events: int, days: int, visitors: int
+) -> tuple[pa.Table, pa.Table]:
+    """About ``events`` events of attribution traffic on ATTRIBUTION_SITE over ``days`` days from FIRST, and
+    its orders (sales and refunds): touchpoints of Zipf-popular entities by uniformly drawn visitors, orders
+    after some clicks, each order's purchase event, moneyless purchase events, page views for the rest; a
+    fifth of the visitors logged in (two visitors per user). Each table sorted by time."""
+    span = days * 86_400
+    touches = int(events * TOUCH_SHARE)
+    kind = rng.choice(len(ENTITIES), touches, p=ENTITY_SHARE)
+    counts = np.array(list(ENTITIES.values()))
+    entity = (rng.zipf(1.4, touches) - 1) % counts[kind]
+    clicked = rng.random(touches) < CLICK_RATE
+    seen_first = rng.random(touches) < 0.5
+    names = np.array([[SEEN_AS[t][0], SEEN_AS[t][1], CLICKED_AS[t]] for t in ENTITIES])
+    touch_name = names[kind, np.where(clicked, 2, np.where(seen_first, 0, 1))]
+    types = np.array(list(ENTITIES))
+    touch_type = types[kind]
+    capitalised = rng.random(touches) < 0.05  # "Campaign": the SQL compares types in lower case
+    touch_type = np.where(capitalised, np.char.capitalize(touch_type), touch_type)
+    touch_entity = pc.binary_join_element_wise(
+        pa.array(types[kind]), pc.utf8_lpad(pc.cast(pa.array(entity), pa.string()), 2, "0"), "-"
+    )
+    touch_visitor = rng.integers(0, visitors, touches)
+    touch_second = rng.integers(0, span, touches)
+
+    # Orders: after a sample of the clicks, by the clicking visitor, a minute to three days later (in the range).
+    clicks = np.flatnonzero(clicked)
+    after = clicks[rng.random(len(clicks)) < ORDERS_PER_CLICK]
+    n = len(after)
+    order_visitor = touch_visitor[after]
+    order_second = np.minimum(touch_second[after] + rng.integers(60, 3 * 86_400, n), span - 1)
+    order_id = pc.binary_join_element_wise("ao", pc.cast(pa.array(np.arange(n)), pa.string()), "")
+    currency = np.where(rng.random(n) < 0.9, "EUR", "USD")
+    cents = rng.integers(1_000, 20_000, n)
+    refunded = np.flatnonzero(rng.random(n) < REFUNDS)
+    refund_second = np.minimum(
+        order_second[refunded] + rng.integers(86_400, 5 * 86_400, len(refunded)), span - 1
+    )
+
+    # Purchase events: most orders' (a few stored days late), and some naming no order.
+    named = np.flatnonzero(rng.random(n) < PURCHASE_EVENT)
+    late = rng.random(len(named)) < PURCHASE_EVENT_LATE
+    named_second = np.minimum(
+        order_second[named] + np.where(late, rng.integers(2 * 86_400, 4 * 86_400, len(named)), 2), span - 1
+    )
+    moneyless = int(n * MONEYLESS_PURCHASES)
+    bare = clicks[rng.integers(0, len(clicks), moneyless)]
+    bare_second = np.minimum(touch_second[bare] + rng.integers(60, 86_400, moneyless), span - 1)
+    purchases = len(named) + moneyless
+    fill = max(0, events - touches - purchases)
+
+    visitor = np.concatenate(
+        [touch_visitor, order_visitor[named], touch_visitor[bare], rng.integers(0, visitors, fill)]
+    )
+    second = np.concatenate([touch_second, named_second, bare_second, rng.integers(0, span, fill)])
+    name = np.concatenate([touch_name, np.full(purchases, "purchase"), np.full(fill, "page_view")])
+    total = len(name)
+    pad = pa.nulls(total - touches, pa.string())
+    metadata = pa.concat_arrays([
+        pa.nulls(touches, pa.string()), _json('{"orderId":"', order_id.take(pa.array(named)), '"}'),
+        pa.nulls(moneyless + fill, pa.string()),
+    ])  # fmt: skip
+    base = np.datetime64(FIRST.isoformat(), "us")
+    ts = pa.array(base + second.astype("timedelta64[s]")).cast(EVENTS_SCHEMA.field("ts").type)
+    visitor_text = pc.cast(pa.array(visitor), pa.string())
+    day_text = pc.cast(pa.array(second // 86_400), pa.string())
+    columns = {
+        "event_id": _json("a", pc.cast(pa.array(np.arange(total)), pa.string())),
+        "name": pa.array(name), "ts": ts, "received_at": ts,
+        "visitor_id": _json("av", visitor_text), "session_id": _json("as", visitor_text, "-", day_text),
+        "user_id": pc.if_else(pa.array(visitor % 100 < LOGGED_IN * 100),
+                              _json("au", pc.cast(pa.array(visitor // 2), pa.string())), NO_TEXT),
+        "entity_type": pa.concat_arrays([pa.array(touch_type), pad]),
+        "entity_id": pa.concat_arrays([touch_entity, pad]),
+        "metadata": metadata,
+        "url": pc.if_else(pc.equal(pa.array(name), "page_view"), "/", NO_TEXT),
+    }  # fmt: skip
+    events_table = pa.Table.from_arrays(
+        [columns[f.name] if f.name in columns else pa.nulls(total, f.type) for f in EVENTS_SCHEMA],
+        schema=EVENTS_SCHEMA,
+    )
+
+    # Orders: the sales, then the refunds (ids of their own, negative totals).
+    k = len(refunded)
+    who = np.concatenate([order_visitor, order_visitor[refunded]])
+    who_text = pc.cast(pa.array(who), pa.string())
+    when = pa.array(base + np.concatenate([order_second, refund_second]).astype("timedelta64[s]")).cast(
+        ORDERS_SCHEMA.field("ts").type
+    )
+    amount = np.concatenate([cents, -cents[refunded]])
+    money = pa.array([Decimal(int(c)).scaleb(-2) for c in amount], MONEY)  # tens of thousands, once
+    columns = {
+        "order_id": pa.concat_arrays([order_id, _json("ar", pc.cast(pa.array(refunded), pa.string()))]),
+        "ts": when, "received_at": when, "visitor_id": _json("av", who_text),
+        "session_id": _json("as", who_text, "-", pc.cast(pa.array(np.concatenate([order_second, refund_second]) // 86_400), pa.string())),
+        "user_id": pc.if_else(pa.array(who % 100 < LOGGED_IN * 100), _json("au", pc.cast(pa.array(who // 2), pa.string())), NO_TEXT),
+        "currency": pa.array(np.concatenate([currency, currency[refunded]])),
+        "total": money,
+        "is_refund": pa.array(np.arange(n + k) >= n),
+        "refund_of": pa.concat_arrays([pa.nulls(n, pa.string()), order_id.take(pa.array(refunded))]),
+        "items": pa.array([[]] * (n + k), ORDERS_SCHEMA.field("items").type),
+        "item_count": pa.array(np.zeros(n + k, dtype=np.int64)),
+    }  # fmt: skip
+    orders_table = pa.Table.from_arrays(
+        [columns[f.name] if f.name in columns else pa.nulls(n + k, f.type) for f in ORDERS_SCHEMA],
+        schema=ORDERS_SCHEMA,
+    )
+    return (
+        events_table.take(pc.sort_indices(events_table, [("ts", "ascending"), ("event_id", "ascending")])),
+        orders_table.take(pc.sort_indices(orders_table, [("ts", "ascending"), ("order_id", "ascending")])),
+    )
+
+
 # --- the same analyses elsewhere ------------------------------------------------------------------
 
 
@@ -496,6 +656,12 @@ def main() -> None:
         help="about this many events of search traffic on a site of their own (default: EVENTS/10); "
         "a reused lake keeps the search traffic it was built with",
     )
+    parser.add_argument(
+        "--attribution-events",
+        type=int,
+        help="about this many events of attribution traffic (with its orders) on a site of their own "
+        "(default: EVENTS/10); a reused lake keeps the attribution traffic it was built with",
+    )
     parser.add_argument("--lake", type=Path, help="keep the lake here; reuse it when it holds events")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
@@ -509,7 +675,7 @@ def main() -> None:
         "--skip",
         default="",
         help="comma-separated: funnel, cohort, journeys, overview, categories, revenue, associations, top, "
-        "search, polars, chdb",
+        "search, attribution, polars, chdb",
     )
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -527,6 +693,9 @@ def main() -> None:
             visitors=visitors,
             orders_site=SITE if args.orders_on_events_site else ORDERS_SITE,
             search_events=args.events // 10 if args.search_events is None else args.search_events,
+            attribution_events=args.events // 10
+            if args.attribution_events is None
+            else args.attribution_events,
         )
     )
     prepared = time.perf_counter() - began
@@ -561,6 +730,30 @@ def main() -> None:
     )
     report["searchEvents"], report["searchQueryEvents"] = search_counts
     report["searchFiles"] = len(lake.live_files(EVENTS, site_id=SEARCH_SITE))
+    attribution_counts = (
+        engine.cursor()
+        .sql(
+            f"""SELECT count(*), count(*) FILTER (WHERE entity_id IS NOT NULL),
+                count(*) FILTER (WHERE name = 'purchase'),
+                count(*) FILTER (WHERE name = 'purchase' AND metadata IS NOT NULL),
+                count(DISTINCT lower(entity_type) || '/' || entity_id)
+            FROM events WHERE site_id = '{ATTRIBUTION_SITE}'"""
+        )
+        .fetchall()[0]
+    )
+    report["attributionEvents"] = dict(
+        zip(["events", "touchpoints", "purchaseEvents", "purchaseEventsNamingOrders", "entities"],
+            attribution_counts, strict=True)
+    )  # fmt: skip
+    report["attributionEvents"]["sales"], report["attributionEvents"]["refunds"] = (
+        engine.cursor()
+        .sql(
+            "SELECT count(*) FILTER (WHERE NOT is_refund), count(*) FILTER (WHERE is_refund) "
+            f"FROM orders WHERE site_id = '{ATTRIBUTION_SITE}'"
+        )
+        .fetchall()[0]
+    )
+    report["attributionFiles"] = len(lake.live_files(EVENTS, site_id=ATTRIBUTION_SITE))
     orders_site = ORDERS_SITE
     if [row[0] for row in engine.cursor().sql("SELECT DISTINCT site_id FROM orders").fetchall()] == [SITE]:
         orders_site = SITE
@@ -699,6 +892,75 @@ def main() -> None:
             "machine": load,
         }  # fmt: skip
         print(json.dumps({"search": report["search"]}, default=str), file=sys.stderr, flush=True)
+    if "attribution" not in skip and not report["attributionEvents"]["events"]:
+        report["attribution"] = (
+            "not run: no attribution traffic in this lake (built before the bench generated it)"
+        )
+    elif "attribution" not in skip:
+        # Attribution over the whole range of ATTRIBUTION_SITE (30-day lookback, the routes' default): the
+        # revenue of one popular entity (its credits and its counts), the credited rows of every campaign
+        # (entity_revenue takes one entity; attributed_rows with no id is what it reads for a kind), the
+        # touchpoint counts of every entity, and the recommendations breakdown (counts and credits of every
+        # recommendation, last touch).
+        attribution_range = ReportRange(ATTRIBUTION_SITE, FIRST, last)
+        report["attribution"] = {}
+
+        def _revenue(model: Any) -> dict[str, Any]:
+            return {
+                "conversions": model.conversions,
+                "revenue": {c.currency: c.revenue for c in model.revenue_by_currency},
+            }
+
+        load = _load()
+        figures, one = measure(
+            lambda: entity_revenue(engine, attribution_range, entity_type="campaign", entity_id="campaign-00",
+                                   site_currency="EUR"),
+            args.runs,
+        )  # fmt: skip
+        report["attribution"]["entityRevenueOne"] = {
+            **figures, "entity": "campaign/campaign-00", "impressions": one.impressions, "clicks": one.clicks,
+            "people": one.people, "assistedConversions": one.assisted_conversions,
+            **{model.model: _revenue(model) for model in one.models if model.model in ("last_touch", "linear")},
+            "machine": load,
+        }  # fmt: skip
+        load = _load()
+        figures, rows = measure(
+            lambda: attributed_rows(engine, attribution_range, entity_type="campaign", entity_id=None),
+            args.runs,
+        )
+        report["attribution"]["attributedRowsCampaigns"] = {
+            **figures, "rows": len(rows), "entities": len({r["entity_id"] for r in rows}),
+            "touchedConversions": sum(r["touched_conversions"] for r in rows),
+            "lastTouchConversions": round(sum(r["last_touch_conversions"] for r in rows), 3),
+            "lastTouchRevenueEUR": str(sum(r["last_touch_revenue"] for r in rows if r["currency"] == "EUR")),
+            "machine": load,
+        }  # fmt: skip
+        load = _load()
+        figures, counts = measure(
+            lambda: touchpoint_counts(engine, attribution_range, entity_type=None, entity_id=None), args.runs
+        )
+        report["attribution"]["touchpointCounts"] = {
+            **figures, "entities": len(counts), "impressions": sum(c["impressions"] for c in counts),
+            "clicks": sum(c["clicks"] for c in counts),
+            "first": {k: counts[0][k] for k in ("entity_type", "entity_id", "impressions", "clicks", "people")}
+            if counts else None,
+            "machine": load,
+        }  # fmt: skip
+        load = _load()
+        figures, breakdown = measure(
+            lambda: recommendations_breakdown(engine, attribution_range, site_currency="EUR"), args.runs
+        )
+        first = breakdown.recommendations[0] if breakdown.recommendations else None
+        report["attribution"]["recommendationsBreakdown"] = {
+            **figures, "recommendations": breakdown.total, "impressions": breakdown.impressions,
+            "clicks": breakdown.clicks, "attributedConversions": breakdown.attributed_conversions,
+            "revenue": {c.currency: c.revenue for c in breakdown.revenue_by_currency},
+            "first": None if first is None else {"id": first.recommendation_id, "clicks": first.clicks,
+                                                 "assistedConversions": first.assisted_conversions,
+                                                 "attributedConversions": first.attributed_conversions},
+            "machine": load,
+        }  # fmt: skip
+        print(json.dumps({"attribution": report["attribution"]}, default=str), file=sys.stderr, flush=True)
     print(json.dumps(report, indent=2, default=str))
 
 
