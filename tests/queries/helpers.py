@@ -15,9 +15,24 @@ from pathlib import Path
 from ingest.importer import import_file
 from ingest.normalise import Context
 from ingest.service import Ingest
+from warehouse.catalog.product_identity import product_id_for
 
 SITE = "55555555-5555-5555-5555-555555555555"
 _ids = itertools.count()
+
+
+def pid(code: str) -> str:
+    """The productId of a code on SITE."""
+    return str(product_id_for(SITE, code))
+
+
+def catalog_row(code: str) -> dict:
+    """The product of a code as the catalog hands it to the product queries (nothing known but its code)."""
+    return {
+        "product_id": pid(code), "product_item_code": code, "name": None, "price": None, "currency": "EUR",
+        "categories": [], "stock": None, "url": None, "image": None, "in_feed": False, "first_seen_at": None,
+        "last_seen_at": None, "updated_at": datetime(2024, 3, 12, tzinfo=UTC),
+    }  # fmt: skip
 
 
 def journeys_for(ingest: Ingest, people: dict[str, list[dict]], *, site_id: str = SITE) -> None:

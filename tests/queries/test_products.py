@@ -3,7 +3,7 @@ query; only product events count a product's people; an empty name or category i
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import date
 
 from queries.products import (
     CatalogCounts,
@@ -13,24 +13,11 @@ from queries.products import (
     top_products,
     tracking_status,
 )
-from tests.queries.helpers import SITE, journeys_for
-from warehouse.catalog.product_identity import product_id_for
+from tests.queries.helpers import SITE, catalog_row, journeys_for, pid
 
 DAY = ProductRange(site_id=SITE, start_date=date(2024, 5, 1), end_date=date(2024, 5, 1), currency="EUR")
 LOOSE = "0a0b0c0d-0000-4000-8000-0000000000ff"  # a productId no code derives to
 CATALOG = CatalogCounts(products=0, from_feed=0, seen_only_in_events=0, feed_products_seen=0)
-
-
-def pid(code: str) -> str:
-    return str(product_id_for(SITE, code))
-
-
-def catalog_row(code: str) -> dict:
-    return {
-        "product_id": pid(code), "product_item_code": code, "name": None, "price": None, "currency": "EUR",
-        "categories": [], "stock": None, "url": None, "image": None, "in_feed": False, "first_seen_at": None,
-        "last_seen_at": None, "updated_at": datetime(2024, 5, 2, tzinfo=UTC),
-    }  # fmt: skip
 
 
 def sale(order_id: str, clock: str, currency: str, items: list[dict], **extra) -> dict:

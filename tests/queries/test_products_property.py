@@ -25,8 +25,7 @@ from queries.products import (
     top_products,
     tracking_status,
 )
-from tests.queries.helpers import SITE, journeys_for
-from warehouse.catalog.product_identity import product_id_for
+from tests.queries.helpers import SITE, catalog_row, journeys_for, pid
 from warehouse.engine import Engine
 
 TIMEZONE = "Asia/Kolkata"  # +05:30: local days are not UTC days
@@ -52,10 +51,6 @@ def at(slot: int) -> datetime:
 
 def iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
-
-
-def pid(code: str) -> str:
-    return str(product_id_for(SITE, code))
 
 
 # --- what the shop sends -----------------------------------------------------------------------------
@@ -405,15 +400,6 @@ def reference_tracking(shop: dict) -> dict:
 
 
 # --- the test ----------------------------------------------------------------------------------------
-
-
-def catalog_row(code: str) -> dict:
-    """The product as the catalog would hand it to the route."""
-    return {
-        "product_id": pid(code), "product_item_code": code, "name": None, "price": None, "currency": "EUR",
-        "categories": [], "stock": None, "url": None, "image": None, "in_feed": False, "first_seen_at": None,
-        "last_seen_at": None, "updated_at": datetime(2024, 3, 12, tzinfo=UTC),
-    }  # fmt: skip
 
 
 def _event(visitor: str, slot: int, event: str, code: str, dwell: dict | None = None, **details) -> dict:
