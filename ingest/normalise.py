@@ -17,6 +17,7 @@ import msgspec
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
+from ingest.category_paths import UNKNOWN_CATEGORY, names_a_category
 from ingest.currency import is_iso4217, not_a_currency, resolve_currency
 from ingest.event_names import CANONICAL_EVENT_NAMES, EVENT_FAMILIES
 from ingest.event_struct import EVENT_BATCH_DECODER, ConsentStruct, EventStruct
@@ -36,7 +37,6 @@ from ingest.schemas import (
 
 PRODUCT_EVENTS = frozenset(EVENT_FAMILIES["product"])
 CATEGORY_EVENTS = frozenset(EVENT_FAMILIES["category"])
-UNKNOWN_CATEGORY = "unknown"
 
 MONEY_SCALE = 6
 MONEY_DIGITS = 17  # amounts below 10^17 (decimal128(24, 6) holds 18 integer digits)
@@ -391,7 +391,7 @@ class _BatchContext:
             raise Rejected(
                 "INVALID_EVENT", f"metadata.categoryPath is longer than {MAX_CATEGORY_PATH_LENGTH} characters"
             )
-        if name in CATEGORY_EVENTS and not _names_a_category(category_path):
+        if name in CATEGORY_EVENTS and not names_a_category(category_path):
             # Its path, else the category its entityId names. A path of only `>` and blanks (' > ')
             # names none, as an empty one does: it used to be kept and count under `unknown`, though
             # the entityId said which category the listing was.
@@ -424,15 +424,6 @@ class _BatchContext:
             currency,
             None if value is None else money(value, "value"),
         )
-
-
-def _names_a_category(path: str | None) -> bool:
-    """Whether a category path has a part once `>` and blanks are set aside (as the read side's
-    `category_path_of` finds it: `' > '` names none)."""
-    return path is not None and path.strip(">" + _PATH_BLANKS) != ""
-
-
-_PATH_BLANKS = " \t\n\f\r"
 
 
 def _unstorable() -> Rejected:

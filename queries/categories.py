@@ -23,24 +23,11 @@ import duckdb
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from ingest.category_paths import SEPARATOR
 from queries import library
 from queries.money import MoneyTotal, format_amount, money_total, per_unit
 from queries.ranges import LocalDays
 from warehouse.engine import Engine
-
-UNKNOWN_CATEGORY = "unknown"
-SEPARATOR = " > "
-
-
-_BLANK = " \t\n\f\r"
-# What a path needs for normalise_path to leave a part: a character that is neither `>` nor _BLANK.
-NAMED_PATH_PATTERN = r"[^> \t\n\f\r]"
-
-
-def normalise_path(path: str) -> str:
-    """``"Home>>Kitchen "`` → ``"Home > Kitchen"``: the form the queries compare paths in, blank parts
-    dropped (as ``category_path_of`` in SQL does for stored paths); ``""`` when no part is left."""
-    return SEPARATOR.join(part for part in (p.strip(_BLANK) for p in path.split(">")) if part)
 
 
 def parent_of(path: str) -> str | None:

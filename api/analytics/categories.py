@@ -9,8 +9,8 @@ from fastapi.routing import APIRoute
 
 from api.analytics.scope import AnalyticsSite
 from api.errors import BadRequest
+from ingest.category_paths import NAMED_PATH_PATTERN, normalise_path
 from queries.categories import (
-    NAMED_PATH_PATTERN,
     CategoryConversion,
     CategoryFilters,
     CategoryList,
@@ -27,7 +27,6 @@ from queries.categories import (
     category_products,
     category_tree,
     category_trends,
-    normalise_path,
     top_categories,
 )
 

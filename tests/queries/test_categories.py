@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import date
 
+from ingest.category_paths import normalise_path
 from queries.categories import (
     CategoryQuery,
     category_conversion,
@@ -14,7 +15,6 @@ from queries.categories import (
     category_products,
     category_tree,
     category_trends,
-    normalise_path,
     top_categories,
 )
 from tests.queries.helpers import SITE, journeys_for
