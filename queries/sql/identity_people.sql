@@ -6,13 +6,13 @@
 -- user, as in people_views.sql: `nullif(user_id, '')` took ' ' for one, so a never-linked visitor
 -- sending it was an identified person (and a sale carrying it identified revenue).
 WITH activity AS (
-    SELECT person_id, coalesce(trim(user_id) <> '', FALSE) OR person_id <> visitor_id AS identified,
+    SELECT person_id, user_of(user_id) IS NOT NULL OR person_id <> visitor_id AS identified,
         name = 'purchase' AND NOT names_a_sale(site_id, metadata) AS purchased
     FROM events_people
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end
     UNION ALL
-    SELECT person_id, coalesce(trim(user_id) <> '', FALSE) OR person_id <> visitor_id, TRUE
+    SELECT person_id, user_of(user_id) IS NOT NULL OR person_id <> visitor_id, TRUE
     FROM orders_people
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end AND NOT is_refund
         AND ts >= $range_start AND ts < $range_end

@@ -1,7 +1,7 @@
 -- Sales (refunds excluded) in [$range_start, $range_end) per currency, split by whether the buyer is
 -- an identified person (as in identity_people.sql: a blank user id is no user); never summed across
 -- currencies.
-SELECT coalesce(trim(user_id) <> '', FALSE) OR person_id <> visitor_id AS identified, currency,
+SELECT user_of(user_id) IS NOT NULL OR person_id <> visitor_id AS identified, currency,
     count(*) AS orders,
     count(DISTINCT person_id) AS buyers,
     sum(total) AS revenue

@@ -1,22 +1,25 @@
 -- People: analytics count a visitor as the user it was linked to, whenever the link happened
 -- (before or after its events); a visitor never linked counts as itself.
 
+-- The user a row's user id names: NULL for a blank one ('', ' '), which is no user: it would make one
+-- person of every visitor sending it. Every query telling users apart calls it.
+CREATE OR REPLACE MACRO user_of(user_id) AS CASE WHEN trim(user_id) <> '' THEN user_id END;
+
 -- The user each visitor was linked to: the first user id seen with it, on an event or an order; of
 -- two at one instant the smaller id (not whichever was stored first: compaction reorders rows).
--- A blank user id ('', ' ') is no user: it would make one person of every visitor sending it.
 CREATE OR REPLACE VIEW visitor_users AS
 SELECT site_id, visitor_id, arg_min(user_id, (ts, user_id)) AS user_id
 FROM (
-    SELECT site_id, visitor_id, user_id, ts FROM events WHERE trim(user_id) <> ''
+    SELECT site_id, visitor_id, user_id, ts FROM events WHERE user_of(user_id) IS NOT NULL
     UNION ALL
-    SELECT site_id, visitor_id, user_id, ts FROM orders WHERE trim(user_id) <> ''
+    SELECT site_id, visitor_id, user_id, ts FROM orders WHERE user_of(user_id) IS NOT NULL
 )
 GROUP BY site_id, visitor_id;
 
 -- A row's person: its visitor's first-linked user, else the user the row itself names (a consent
 -- record of a visitor no event or order links), else the visitor. Every query resolving people calls it.
 CREATE OR REPLACE MACRO person_of(linked_user, own_user, visitor) AS
-    coalesce(linked_user, CASE WHEN trim(own_user) <> '' THEN own_user END, visitor);
+    coalesce(linked_user, user_of(own_user), visitor);
 
 CREATE OR REPLACE VIEW events_people AS
 SELECT e.*, person_of(l.user_id, e.user_id, e.visitor_id) AS person_id
