@@ -7,16 +7,14 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 
 from api.analytics.revenue import MONEY, TOUCHPOINTS, LookbackDays
-from api.auth.permissions import ANALYTICS_VIEW
-from api.deps import Principal, StoreDep, load_owned_site, require
+from api.analytics.scope import Analyst
+from api.deps import StoreDep, load_owned_site
 from api.errors import BadRequest, NotFound
 from api.schemas import SITE_ID_FORMAT
 from queries.attribution import DEFAULT_LOOKBACK_DAYS, AmbiguousEventId, EventAttribution, event_attribution
 from warehouse.catalog import sites
 
 router = APIRouter(prefix="/analytics", tags=["analytics"])
-
-Analyst = Annotated[Principal, require(ANALYTICS_VIEW)]
 
 
 @router.get(

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.routing import APIRoute
 
-from api.analytics.scope import AnalyticsSite
+from api.analytics.scope import AnalyticsSite, Limit
 from api.errors import BadRequest
 from ingest.category_paths import NAMED_PATH_PATTERN, normalise_path
 from queries.categories import (
@@ -80,7 +80,6 @@ def category_query(
 
 
 Category = Annotated[CategoryQuery, Depends(category_query)]
-Limit = Annotated[int, Query(ge=1, le=500, description="Rows to return.")]
 
 
 def _response(model: type) -> dict[str, Any]:

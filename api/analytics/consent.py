@@ -14,9 +14,8 @@ from fastapi.responses import StreamingResponse
 from fastapi.routing import APIRoute
 from pydantic import Field, WithJsonSchema
 
-from api.analytics.scope import AnalyticsSite, date_range
-from api.auth.permissions import ANALYTICS_VIEW
-from api.deps import Principal, StoreDep, canonical_site_id, load_owned_site, require
+from api.analytics.scope import Analyst, AnalyticsSite, date_range
+from api.deps import Principal, StoreDep, canonical_site_id, load_owned_site
 from api.errors import BadRequest
 from api.schemas import UUID_PATTERN, CamelModel, IsoDate, StrictCamelModel
 from api.sites.service import tracking_config
@@ -74,7 +73,6 @@ def consent_range(
 
 
 Range = Annotated[ConsentRange, Depends(consent_range)]
-Analyst = Annotated[Principal, require(ANALYTICS_VIEW)]
 
 
 @router.get("/{siteId}/stats", response_model=ConsentStats, response_model_by_alias=True)

@@ -8,24 +8,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from api.auth.permissions import ANALYTICS_VIEW
-from api.deps import Principal, StoreDep, load_owned_site, require
-from api.schemas import SITE_ID_FORMAT
+from api.analytics.scope import Analyst, Days, SiteFilter
+from api.deps import Principal, StoreDep, load_owned_site
 from queries.overview import Scope, daily_activity, event_breakdown, overview, revenue_by_currency
 from warehouse.catalog import activity, sites
 
 router = APIRouter(prefix="/analytics", tags=["analytics"])
-
-Days = Annotated[int, Query(ge=1, le=365, description="The last N UTC days, today included.")]
-SiteFilter = Annotated[
-    str | None,
-    Query(
-        alias="siteId",
-        description="One site (uuid); omitted means every site of the organisation.",
-        json_schema_extra=SITE_ID_FORMAT,
-    ),
-]
-Analyst = Annotated[Principal, require(ANALYTICS_VIEW)]
 
 
 def _site_ids(store, principal: Principal, site_id: str | None) -> list[str]:

@@ -9,9 +9,9 @@ from zoneinfo import ZoneInfo
 from fastapi import Depends, Query
 
 from api.auth.permissions import ANALYTICS_VIEW
-from api.deps import CurrentUser, StoreDep, load_owned_site
+from api.deps import CurrentUser, Principal, StoreDep, load_owned_site, require
 from api.errors import BadRequest, Forbidden
-from api.schemas import EARLIEST_REPORT_DATE, LATEST_REPORT_DATE
+from api.schemas import EARLIEST_REPORT_DATE, LATEST_REPORT_DATE, SITE_ID_FORMAT
 from ingest.schemas import SiteIdText
 
 
@@ -60,3 +60,17 @@ def date_range(site: dict[str, Any], start: date | None, end: date | None) -> tu
 # 64-bit integer: a larger number was a 500).
 MAX_OFFSET = 10_000_000
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description=f"Rows to skip (0 to {MAX_OFFSET:,}).")]
+Limit = Annotated[int, Query(ge=1, le=500, description="Rows to return.")]
+Days = Annotated[int, Query(ge=1, le=365, description="The last N UTC days, today included.")]
+
+# The organisation-wide routes name no site in the path: the caller needs `analytics:view`, and an
+# omitted siteId reads every site of their organisation.
+Analyst = Annotated[Principal, require(ANALYTICS_VIEW)]
+SiteFilter = Annotated[
+    str | None,
+    Query(
+        alias="siteId",
+        description="One site (uuid); omitted means every site of the organisation.",
+        json_schema_extra=SITE_ID_FORMAT,
+    ),
+]

@@ -4,14 +4,12 @@ one site or every site of the caller's organisation."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.routing import APIRoute
 
-from api.auth.permissions import ANALYTICS_VIEW
-from api.deps import Principal, StoreDep, load_owned_site, require
-from api.schemas import SITE_ID_FORMAT
+from api.analytics.scope import Analyst, Days, Limit, SiteFilter
+from api.deps import Principal, StoreDep, load_owned_site
 from queries.overview import Scope
 from queries.search_analytics import (
     TopProducts,
@@ -47,18 +45,6 @@ SEMANTICS = (
     "(the search itself counts in its own day). At one instant events go by event id. `siteId` omitted: every site of the organisation. `days`: the last N UTC days, today "
     "included. People are the linked user when a visitor was ever identified, else the visitor."
 )
-
-Days = Annotated[int, Query(ge=1, le=365, description="The last N UTC days, today included.")]
-Limit = Annotated[int, Query(ge=1, le=500, description="Rows to return.")]
-SiteFilter = Annotated[
-    str | None,
-    Query(
-        alias="siteId",
-        description="One site (uuid); omitted means every site of the organisation.",
-        json_schema_extra=SITE_ID_FORMAT,
-    ),
-]
-Analyst = Annotated[Principal, require(ANALYTICS_VIEW)]
 
 
 def _scope(store, principal: Principal, site_id: str | None, days: int) -> Scope:

@@ -7,7 +7,15 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite, Offset, check_range_length, date_range
+from api.analytics.scope import (
+    MAX_RANGE_DAYS,
+    AnalyticsSite,
+    Days,
+    Limit,
+    Offset,
+    check_range_length,
+    date_range,
+)
 from api.errors import BadRequest
 from api.schemas import EVENT_NAME_ENUM, IsoDate
 from ingest.event_names import CANONICAL_EVENT_NAMES
@@ -16,8 +24,6 @@ from queries.site_events import Bucket, events_page, site_metrics, timeseries
 
 router = APIRouter(prefix="/analytics/sites/{siteId}", tags=["analytics"])
 
-Days = Annotated[int, Query(ge=1, le=365, description="The last N UTC days, today included.")]
-Limit = Annotated[int, Query(ge=1, le=500)]
 DATA_LAYER_SOURCE = "dataLayer"
 EventName = Annotated[
     str | None, Query(description="Only events of this canonical name.", json_schema_extra=EVENT_NAME_ENUM)
