@@ -467,15 +467,7 @@ class _Session:
 
     def view_product(self, product: Product) -> None:
         self.click_to_product(product)
-        self.page(
-            self.shop.product_url(product),
-            name="product_view",
-            entity_type="product",
-            entity_id=product.product_item_code,
-            metadata=_product_meta(product),
-        )
-        self.viewed.append(product)
-        self.show_product(product)
+        self.view_product_url(product, "")
 
     # --- commerce events: placements, clicks, dwell time, consent (all from `extra`) ---------------
 
@@ -653,6 +645,7 @@ class _Session:
         self.show_category(path)
 
     def view_product_url(self, product: Product, suffix: str) -> None:
+        """The product page (its URL plus ``suffix``: a query string of a landing, or nothing)."""
         self.page(
             self.shop.product_url(product) + suffix,
             name="product_view",
