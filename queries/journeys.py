@@ -193,23 +193,28 @@ def _execute(cursor: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any
 @contextmanager
 def _journeys_of(
     engine: Engine, *, keys: str, params: dict[str, Any], scan_from: date = date.min
-) -> Iterator[duckdb.DuckDBPyConnection]:
+) -> Iterator[tuple[duckdb.DuckDBPyConnection, dict[str, Any]]]:
     """A cursor holding the temporary tables `journey_sales` (every sale and its journey),
-    `journey_keys` (chosen by the ``keys`` query), `journey_stream` and `journey_summary`; temporary
-    tables belong to their cursor alone. ``scan_from``: no chosen journey has an entry in an earlier
-    partition (a purchase event counted as its sale may lie there; it is no entry)."""
+    `journey_keys` (chosen by the ``keys`` query) and `journey_summary`, and the table macro
+    `journey_stream`; temporary objects belong to their cursor alone. Beside it, the parameters a
+    query reading the stream binds (`$site_id`, `$scan_from`). ``scan_from``: no chosen journey has
+    an entry in an earlier partition (a purchase event counted as its sale may lie there; it is no
+    entry)."""
     cursor = engine.cursor()
+    stream = {"site_id": params["site_id"], "scan_from": scan_from}
     try:
         _execute(cursor, "journey_sales", {"site_id": params["site_id"]})
         _execute(cursor, keys, params)
-        _execute(cursor, "journey_stream", {"site_id": params["site_id"], "scan_from": scan_from})
-        _execute(cursor, "journey_summary", {})
-        yield cursor
+        _execute(cursor, "journey_stream", {})
+        _execute(cursor, "journey_summary", stream)
+        yield cursor, stream
     finally:
         cursor.close()
 
 
-def _in_range(engine: Engine, query: JourneyRange) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+def _in_range(
+    engine: Engine, query: JourneyRange
+) -> AbstractContextManager[tuple[duckdb.DuckDBPyConnection, dict[str, Any]]]:
     params = query.params()
     # Choosing the journeys reads every partition up to the range's end (an entry before the range
     # means the journey started earlier); the chosen ones have no entry before scan_start.
@@ -225,7 +230,7 @@ def list_journeys(
 ) -> JourneyPage:
     """Journeys started in the range, newest first (ties by journey key), paged; `total` counts every
     journey matching the `converted` filter (None: all)."""
-    with _in_range(engine, query) as cursor:
+    with _in_range(engine, query) as (cursor, _):
         total = _run(cursor, "journey_count", {"converted": converted})[0]["total"]
         rows = _run(cursor, "journey_list", {"converted": converted, "limit": limit, "offset": offset})
     return JourneyPage(total=total, limit=limit, offset=offset, journeys=[_journey(r) for r in rows])
@@ -236,7 +241,7 @@ def iter_journeys(
 ) -> Iterator[Journey]:
     """The rows of `list_journeys` from the first on, at most ``limit``, fetched in batches so an
     export never holds them all at once."""
-    with _in_range(engine, query) as cursor:
+    with _in_range(engine, query) as (cursor, _):
         params = {"converted": converted, "limit": limit, "offset": 0}
         reader = cursor.sql(library.sql("journey_list"), params=params).to_arrow_reader(EXPORT_BATCH_ROWS)
         for batch in reader:
@@ -247,7 +252,7 @@ def iter_journeys(
 def journey_stats(engine: Engine, query: JourneyRange) -> JourneyStats:
     """Journeys started in the range: how many, how many converted, entries and duration per journey
     (mean and median), distinct people (of each journey's first entry), and sales per currency."""
-    with _in_range(engine, query) as cursor:
+    with _in_range(engine, query) as (cursor, _):
         totals = _run(cursor, "journey_stats", {})[0]
         revenue = _run(cursor, "journey_revenue", {})
     journeys = totals["journeys"]
@@ -276,9 +281,10 @@ def journey_funnel(
 ) -> JourneyFunnel:
     """For each stage, the journeys started in the range that contain that event (anywhere, in any
     order), and their share of all those journeys."""
-    with _in_range(engine, query) as cursor:
+    with _in_range(engine, query) as (cursor, stream):
         total = _run(cursor, "journey_count", {"converted": None})[0]["total"]
-        counts = {r["name"]: r["journeys"] for r in _run(cursor, "journey_funnel", {"stages": list(stages)})}
+        rows = _run(cursor, "journey_funnel", {**stream, "stages": list(stages)})
+        counts = {r["name"]: r["journeys"] for r in rows}
     return JourneyFunnel(
         total_journeys=total,
         stages=[
@@ -294,7 +300,7 @@ def get_journey(engine: Engine, *, site_id: str, journey_id: str) -> JourneyDeta
     journey (or session) key, or its only events are purchase events counted as their sale (perhaps in
     another journey, or another person's: a forwarded thank-you page)."""
     params = {"site_id": site_id, "journey_key": journey_id}
-    with _journeys_of(engine, keys="journey_one", params=params) as cursor:
+    with _journeys_of(engine, keys="journey_one", params=params) as (cursor, _):
         summary = _run(cursor, "journey_list", {"converted": None, "limit": 1, "offset": 0})
         if not summary:
             return None
@@ -362,9 +368,9 @@ def sequence_insights(engine: Engine, query: JourneyRange, *, limit: int) -> Seq
     """The most frequent consecutive pairs and triples of event names inside journeys started in the
     range (count: occurrences; journeys and share: journeys containing them at least once; ranked by
     count, then journeys, then the names), and the most common next event after each event name."""
-    with _in_range(engine, query) as cursor:
+    with _in_range(engine, query) as (cursor, stream):
         total = _run(cursor, "journey_count", {"converted": None})[0]["total"]
-        rows = _run(cursor, "journey_transitions", {})
+        rows = _run(cursor, "journey_transitions", stream)
     pairs, triples = [], []
     for row in rows:
         if row["third"] is None:
@@ -382,9 +388,9 @@ def sequence_insights(engine: Engine, query: JourneyRange, *, limit: int) -> Seq
 def journey_sequences(engine: Engine, query: JourneyRange, *, limit: int, offset: int) -> SequencePage:
     """Journeys started in the range as their entry names in time order, newest first (ties by journey
     key), paged."""
-    with _in_range(engine, query) as cursor:
+    with _in_range(engine, query) as (cursor, stream):
         total = _run(cursor, "journey_count", {"converted": None})[0]["total"]
-        rows = _run(cursor, "journey_sequences", {"limit": limit, "offset": offset})
+        rows = _run(cursor, "journey_sequences", {**stream, "limit": limit, "offset": offset})
     return SequencePage(
         total=total, limit=limit, offset=offset,
         journeys=[JourneySequence(journey_id=r["journey_key"], sequence=r["sequence"]) for r in rows],

@@ -4,8 +4,8 @@ WITH steps AS (
     SELECT journey_key, name AS first,
         lead(name, 1) OVER journey AS second,
         lead(name, 2) OVER journey AS third
-    FROM journey_stream
-    WINDOW journey AS (PARTITION BY journey_key ORDER BY seq)
+    FROM journey_stream($site_id, $scan_from)
+    WINDOW journey AS (PARTITION BY journey_key ORDER BY ts, source, id)
 ),
 pairs AS (
     SELECT first, second, NULL::VARCHAR AS third, count(*) AS occurrences,
