@@ -19,7 +19,8 @@ entries AS (
     SELECT journey_key, 'event' AS source, event_id AS id, person_id, visitor_id, ts, name, url,
         NULL::VARCHAR AS currency, NULL::DECIMAL(24, 6) AS amount
     FROM journey_events
-    WHERE order_ref IS NULL OR order_ref NOT IN (SELECT order_id FROM journey_sales)
+    -- A null id among the sales would make NOT IN unknown for every purchase event, dropping them all.
+    WHERE order_ref IS NULL OR order_ref NOT IN (SELECT order_id FROM journey_sales WHERE order_id IS NOT NULL)
     UNION ALL
     SELECT s.journey_key, 'order' AS source, s.order_id AS id, s.person_id, s.visitor_id, s.ts,
         'purchase' AS name, s.url, s.currency, s.total AS amount
