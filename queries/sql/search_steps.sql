@@ -10,28 +10,39 @@
 -- the rows of that day are not the range's. Only sessions with a search event or a click carrying a
 -- query are read past the first scan.
 CREATE OR REPLACE TEMP TABLE search_steps AS
+-- Each event's query and result count are read from its metadata once, here, and the metadata goes no
+-- further: carrying it through the materialised CTE cost more than reading it, and the query was read
+-- twice before (for the session filter and for the steps).
 WITH scoped AS (
-    SELECT site_id, person_id, session_id, event_id, ts, date, name, product_item_code, metadata
-    FROM events_people
-    WHERE list_contains($site_ids, site_id) AND date BETWEEN $start_date - 1 AND $end_date
-      AND NOT list_contains($ignored, name)
+    SELECT e.site_id, person_of(l.user_id, e.user_id, e.visitor_id) AS person_id, e.session_id, e.event_id, e.ts,
+        e.date, e.name, e.product_item_code, e.result_count, e.query
+    FROM (
+        SELECT site_id, visitor_id, user_id, session_id, event_id, ts, date, name, product_item_code,
+            CASE WHEN name IN ('search_results', 'search_zero_results')
+                -- A negative count is no count: it would pull the average down.
+                AND TRY_CAST(json_extract_string(metadata, '$.resultCount') AS BIGINT) >= 0
+                THEN TRY_CAST(json_extract_string(metadata, '$.resultCount') AS BIGINT) END AS result_count,
+            search_query_of(metadata) AS query
+        FROM events
+        WHERE list_contains($site_ids, site_id) AND date BETWEEN $start_date - 1 AND $end_date
+          AND NOT list_contains($ignored, name)
+    ) AS e
+    -- People as events_people resolves them (`visitor_users`, `person_of`), joined here rather than
+    -- through the view so that the metadata is read before the join, and with the links of the scope's
+    -- sites only: the scope's filter does not reach through the view's join, which built every site's
+    -- links, and DuckDB then built its hash table on the events instead of on the links.
+    LEFT JOIN (SELECT * FROM visitor_users WHERE list_contains($site_ids, site_id)) AS l
+        ON l.site_id = e.site_id AND l.visitor_id = e.visitor_id
 ),
 -- Sessions with a search event, or with a product click or view that carries a query: that is a search
 -- click wherever it is (the search may have been another session's, or never tracked).
 search_sessions AS (
     SELECT DISTINCT site_id, session_id FROM scoped WHERE starts_with(name, 'search_') OR name LIKE 'popular_%'
         OR name = 'recent_search_click'
-        OR (name IN ('product_click', 'product_view') AND product_item_code IS NOT NULL
-            AND search_query_of(metadata) IS NOT NULL)
+        OR (name IN ('product_click', 'product_view') AND product_item_code IS NOT NULL AND query IS NOT NULL)
 ),
 steps AS (
-    SELECT s.site_id, s.person_id, s.session_id, s.event_id, s.ts, s.date, s.name, s.product_item_code,
-        CASE WHEN s.name IN ('search_results', 'search_zero_results')
-            -- A negative count is no count: it would pull the average down.
-            AND TRY_CAST(json_extract_string(s.metadata, '$.resultCount') AS BIGINT) >= 0
-            THEN TRY_CAST(json_extract_string(s.metadata, '$.resultCount') AS BIGINT) END AS result_count,
-        search_query_of(s.metadata) AS query
-    FROM scoped AS s
+    SELECT s.* FROM scoped AS s
     SEMI JOIN search_sessions AS k ON k.site_id = s.site_id AND k.session_id = s.session_id
 ),
 sequenced AS (

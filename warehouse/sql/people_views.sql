@@ -93,7 +93,13 @@ END;
 -- The search query an event's metadata names: the first of query, q, searchQuery and searchTerm that is
 -- text or a number, in lower case, every run of white space (tabs, line breaks and Unicode spaces such
 -- as the no-break space too) one space, trimmed; NULL when nothing is left.
-CREATE OR REPLACE MACRO search_query_of(metadata) AS nullif(lower(trim(regexp_replace(coalesce(
-    text_at(metadata, '$.query'), text_at(metadata, '$.q'), text_at(metadata, '$.searchQuery'),
-    text_at(metadata, '$.searchTerm')
-), '[[:space:]\pZ]+', ' ', 'g'))), '');
+-- Metadata whose text has no 'q', no 'searchQuery', no 'searchTerm' and no backslash (a key spelled
+-- with escapes) names none of the four keys, so it is not parsed: most events of a shop carry no query,
+-- and parsing is most of the cost. The test stays inside `nullif` (measured: around the whole
+-- expression it made the rows that do carry a query half as slow again).
+CREATE OR REPLACE MACRO search_query_of(metadata) AS nullif(lower(trim(regexp_replace(CASE
+    WHEN contains(metadata, 'q') OR contains(metadata, 'searchQuery') OR contains(metadata, 'searchTerm')
+        OR contains(metadata, '\') THEN coalesce(
+            text_at(metadata, '$.query'), text_at(metadata, '$.q'), text_at(metadata, '$.searchQuery'),
+            text_at(metadata, '$.searchTerm'))
+END, '[[:space:]\pZ]+', ' ', 'g'))), '');
