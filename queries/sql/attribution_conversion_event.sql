@@ -12,5 +12,5 @@ SELECT f.site_id, f.event_id, f.name, f.ts,
     person_of(l.user_id, f.user_id, f.visitor_id) AS person_id,
     json_extract_string(f.metadata, '$.orderId') AS order_ref
 FROM found AS f
-LEFT JOIN visitor_users AS l ON l.site_id = f.site_id AND l.visitor_id = f.visitor_id
+LEFT JOIN visitor_users_in($site_ids) AS l ON l.site_id = f.site_id AND l.visitor_id = f.visitor_id
 ORDER BY f.site_id

@@ -10,5 +10,5 @@ WITH found AS (
 SELECT f.site_id, f.order_id, f.ts, f.currency, f.total,
     person_of(l.user_id, f.user_id, f.visitor_id) AS person_id
 FROM found AS f
-LEFT JOIN visitor_users AS l ON l.site_id = f.site_id AND l.visitor_id = f.visitor_id
+LEFT JOIN visitor_users_in($site_ids) AS l ON l.site_id = f.site_id AND l.visitor_id = f.visitor_id
 ORDER BY f.site_id

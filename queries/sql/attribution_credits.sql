@@ -16,13 +16,13 @@
 -- one entity (or one kind), with credits still split over all touchpoints of each conversion.
 WITH orders_scoped AS (
     SELECT order_id, person_id, ts, currency, total
-    FROM orders_people
+    FROM orders_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end AND NOT is_refund
 ),
 purchase_events AS (
     SELECT event_id, person_id, ts, json_extract_string(metadata, '$.orderId') AS order_ref
-    FROM events_people
+    FROM events_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end AND name = 'purchase'
 ),
@@ -38,7 +38,7 @@ conversions AS (
 ),
 touchpoints AS (
     SELECT event_id, person_id, ts, lower(entity_type) AS entity_type, entity_id
-    FROM events_people
+    FROM events_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $touch_scan_start AND $scan_end
         AND ts >= $touch_start AND ts < $range_end
         AND list_contains($touch_names, name) AND list_contains($entity_types, lower(entity_type))

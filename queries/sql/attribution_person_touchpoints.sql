@@ -4,7 +4,7 @@
 -- People as in events_people, but only the links that can matter are read: visitors linked to the
 -- person, and the link of the visitor whose id the person has (an anonymous person is its visitor).
 WITH links AS MATERIALIZED (
-    SELECT visitor_id, user_id FROM visitor_users
+    SELECT visitor_id, user_id FROM visitor_users_in([$site_id])
     WHERE site_id = $site_id AND (user_id = $person_id OR visitor_id = $person_id)
 ),
 candidates AS (

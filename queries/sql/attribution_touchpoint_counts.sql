@@ -6,7 +6,7 @@ WITH touchpoints AS (
     SELECT person_id, lower(entity_type) AS entity_type, entity_id,
         list_contains($impression_names, name) AS is_impression,
         list_contains($click_names, name) AS is_click
-    FROM events_people
+    FROM events_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end
         AND (list_contains($impression_names, name) OR list_contains($click_names, name))

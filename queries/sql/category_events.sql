@@ -13,7 +13,7 @@ WITH scoped AS (
             nullif(json_extract_string(metadata, '$.productName'), '')
         ) END AS product_name,
         category_path_of(category_path) AS category_path
-    FROM events_people
+    FROM events_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
       AND ts >= $range_start AND ts < $range_end
       AND name IN ('category_view', 'category_filter', 'product_view', 'product_click', 'add_to_cart')

@@ -5,7 +5,7 @@
 WITH views AS (
     SELECT person_id, session_id, ts, event_id,
         category_path_of(category_path) AS category_path
-    FROM events_people
+    FROM events_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
       AND ts >= $range_start AND ts < $range_end AND name = 'category_view'
 ),

@@ -6,7 +6,7 @@
 CREATE OR REPLACE TEMP TABLE category_sales AS
 WITH lines AS (
     SELECT order_id, person_id, ts, currency, unnest(items) AS item, generate_subscripts(items, 1) AS line_no
-    FROM orders_people
+    FROM orders_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
       AND ts >= $range_start AND ts < $range_end AND NOT is_refund
 ),

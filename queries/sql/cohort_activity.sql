@@ -18,7 +18,7 @@
 -- first qualifying event is in the range: the caller merges them with the rollup's people first.
 WITH person_events AS (
     SELECT hash(person_id) AS person_key, epoch_us(ts) AS us, name
-    FROM events_people
+    FROM events_people_in([$site_id])
     WHERE site_id = $site_id AND date <= $scan_end
         AND (date < $rolled_first_date OR date > $rolled_last_date)
         AND (ts < $rolled_start OR ts >= $rolled_end)
@@ -29,14 +29,14 @@ WITH person_events AS (
     -- and in a scan of its own: only purchase events' metadata is read (~10 % of a first-visit
     -- cohort's time when every event's was).
     SELECT hash(person_id), epoch_us(ts), CASE WHEN names_a_sale(site_id, metadata) THEN NULL ELSE name END
-    FROM events_people
+    FROM events_people_in([$site_id])
     WHERE site_id = $site_id AND date <= $scan_end
         AND (date < $rolled_first_date OR date > $rolled_last_date)
         AND (ts < $rolled_start OR ts >= $rolled_end)
         AND name = 'purchase' AND coalesce($cohort_type = 'first_purchase' OR $return_event = 'purchase', false)
     UNION ALL
     SELECT hash(person_id), epoch_us(ts), 'purchase'
-    FROM orders_people
+    FROM orders_people_in([$site_id])
     WHERE site_id = $site_id AND date <= $scan_end AND NOT is_refund
 ),
 flagged AS (

@@ -14,6 +14,6 @@ SELECT hash(person_of(l.user_id, r.user_id, r.visitor_id)) AS person_key, r.mont
         THEN r.first_us END AS first_us,
     CASE WHEN r.name = coalesce($return_event, '*') THEN r.day_mask ELSE 0 END AS day_mask
 FROM rolled AS r
-LEFT JOIN visitor_users AS l ON l.site_id = $site_id AND l.visitor_id = r.visitor_id
+LEFT JOIN visitor_users_in([$site_id]) AS l ON l.site_id = $site_id AND l.visitor_id = r.visitor_id
 WHERE r.name = coalesce($return_event, '*')
     OR r.name = CASE $cohort_type WHEN 'signup' THEN 'user_signup' WHEN 'first_purchase' THEN 'purchase' ELSE '*' END

@@ -12,11 +12,11 @@ WITH latest AS (
     GROUP BY person_id
 ),
 active AS (
-    SELECT person_id FROM events_people
+    SELECT person_id FROM events_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end
     UNION
-    SELECT person_id FROM orders_people
+    SELECT person_id FROM orders_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end AND NOT is_refund
     UNION

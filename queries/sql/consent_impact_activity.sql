@@ -6,14 +6,14 @@
 WITH person_events AS (
     SELECT person_id, count(*) AS events,
         bool_or(name = 'purchase' AND NOT names_a_sale(site_id, metadata)) AS purchased
-    FROM events_people
+    FROM events_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end
     GROUP BY person_id
 ),
 person_orders AS (
     SELECT person_id, count(*) AS orders
-    FROM orders_people
+    FROM orders_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end AND NOT is_refund
     GROUP BY person_id

@@ -12,7 +12,7 @@ WITH records AS (
         c.consent_necessary AS necessary, c.consent_analytics AS analytics,
         c.consent_marketing AS marketing, c.consent_preferences AS preferences
     FROM consents AS c
-    LEFT JOIN visitor_users AS l ON l.site_id = c.site_id AND l.visitor_id = c.visitor_id
+    LEFT JOIN visitor_users_in([$site_id]) AS l ON l.site_id = c.site_id AND l.visitor_id = c.visitor_id
     WHERE c.site_id = $site_id AND c.date BETWEEN $scan_start AND $scan_end
         AND c.ts >= $range_start AND c.ts < $range_end
 ),
@@ -21,7 +21,7 @@ stated_events AS (
         visitor_id, session_id, user_id, name AS source, channel,
         consent_necessary AS necessary, consent_analytics AS analytics,
         consent_marketing AS marketing, consent_preferences AS preferences
-    FROM events_people
+    FROM events_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end
         AND (consent_necessary IS NOT NULL OR consent_analytics IS NOT NULL

@@ -10,13 +10,13 @@ WITH records AS (
         c.consent_id AS id, c.consent_necessary AS necessary, c.consent_analytics AS analytics,
         c.consent_marketing AS marketing, c.consent_preferences AS preferences
     FROM consents AS c
-    LEFT JOIN visitor_users AS l ON l.site_id = c.site_id AND l.visitor_id = c.visitor_id
+    LEFT JOIN visitor_users_in([$site_id]) AS l ON l.site_id = c.site_id AND l.visitor_id = c.visitor_id
     WHERE c.site_id = $site_id AND c.date <= $scan_end AND c.ts <= $wait_end
 ),
 site_events AS MATERIALIZED (
     SELECT person_id, ts, 0 AS rank, event_id AS id, consent_necessary AS necessary,
         consent_analytics AS analytics, consent_marketing AS marketing, consent_preferences AS preferences
-    FROM events_people
+    FROM events_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts <= $wait_end
 ),

@@ -7,13 +7,13 @@
 WITH scoped AS (
     SELECT person_id, ts, name, name = 'purchase' AND NOT names_a_sale(site_id, metadata) AS purchase,
         CASE WHEN nullif(trim(category_path), '') IS NOT NULL THEN category_path_of(category_path) END AS category_path
-    FROM events_people
+    FROM events_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
       AND ts >= $range_start AND ts < $range_end
 ),
 sales AS (
     SELECT person_id, ts
-    FROM orders_people
+    FROM orders_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
       AND ts >= $range_start AND ts < $range_end AND NOT is_refund
 ),

@@ -7,7 +7,7 @@ WITH buckets AS (
 ),
 scoped AS (
     SELECT ts, person_id
-    FROM events_people
+    FROM events_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $start_date AND $end_date
       AND ts >= $range_start AND ts < $range_end
       AND ($name IS NULL OR name = $name)

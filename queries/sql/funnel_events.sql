@@ -7,12 +7,12 @@
 WITH site_events AS (
     SELECT person_id, ts, name,
         CASE WHEN name = 'purchase' THEN json_extract_string(metadata, '$.orderId') END AS order_ref
-    FROM events_people
+    FROM events_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
 ),
 order_purchases AS (
     SELECT person_id, ts, 'purchase' AS name, order_id
-    FROM orders_people
+    FROM orders_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end AND NOT is_refund
 ),
 funnel_events AS (

@@ -8,12 +8,12 @@
 WITH activity AS (
     SELECT person_id, user_of(user_id) IS NOT NULL OR person_id <> visitor_id AS identified,
         name = 'purchase' AND NOT names_a_sale(site_id, metadata) AS purchased
-    FROM events_people
+    FROM events_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end
     UNION ALL
     SELECT person_id, user_of(user_id) IS NOT NULL OR person_id <> visitor_id, TRUE
-    FROM orders_people
+    FROM orders_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end AND NOT is_refund
         AND ts >= $range_start AND ts < $range_end
 ),

@@ -5,7 +5,7 @@ SELECT user_of(user_id) IS NOT NULL OR person_id <> visitor_id AS identified, cu
     count(*) AS orders,
     count(DISTINCT person_id) AS buyers,
     sum(total) AS revenue
-FROM orders_people
+FROM orders_people_in([$site_id])
 WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
     AND ts >= $range_start AND ts < $range_end AND NOT is_refund
 GROUP BY identified, currency

@@ -17,7 +17,7 @@ sales AS (
     SELECT order_id, person_id, visitor_id, session_id, nullif(journey_id, '') AS own_journey,
         CASE WHEN journey_id IN (SELECT journey_key FROM named_journeys) THEN journey_id END AS journey_id,
         ts, currency, total
-    FROM orders_people
+    FROM orders_people_in([$site_id])
     WHERE site_id = $site_id AND NOT is_refund
 ),
 purchase_refs AS (
@@ -25,7 +25,7 @@ purchase_refs AS (
     -- someone else names the order too. The first one gives both the journey and the page (a later
     -- reload's page would belong to another event, perhaps of another journey).
     SELECT s.order_id, coalesce(nullif(e.journey_id, ''), e.session_id) AS journey_key, e.url
-    FROM events_people AS e
+    FROM events_people_in([$site_id]) AS e
     JOIN sales AS s ON s.order_id = json_extract_string(e.metadata, '$.orderId') AND s.person_id = e.person_id
     WHERE e.site_id = $site_id AND e.name = 'purchase'
     QUALIFY row_number() OVER (PARTITION BY s.order_id ORDER BY e.ts, e.event_id) = 1

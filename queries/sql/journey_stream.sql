@@ -11,7 +11,7 @@ CREATE OR REPLACE TEMP MACRO journey_stream(stream_site, stream_scan_from) AS TA
 WITH journey_events AS (
     SELECT k.journey_key, e.event_id, e.person_id, e.visitor_id, e.ts, e.name, e.url,
         CASE WHEN e.name = 'purchase' THEN json_extract_string(e.metadata, '$.orderId') END AS order_ref
-    FROM events_people AS e
+    FROM events_people_in([stream_site]) AS e
     JOIN journey_keys AS k ON k.journey_key = coalesce(nullif(e.journey_id, ''), e.session_id)
     WHERE e.site_id = stream_site AND e.date >= stream_scan_from
 ),

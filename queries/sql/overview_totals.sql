@@ -5,11 +5,11 @@
 -- of its person (the shop sends it). Sessions are those of the range's events. Page views are
 -- page_view and virtual_page_view events (a single-page storefront's route changes).
 WITH scoped AS (
-    SELECT * FROM events_people
+    SELECT * FROM events_people_in($site_ids)
     WHERE list_contains($site_ids, site_id) AND date BETWEEN $start_date AND $end_date
 ),
 orders_scoped AS (
-    SELECT * FROM orders_people
+    SELECT * FROM orders_people_in($site_ids)
     WHERE list_contains($site_ids, site_id) AND date BETWEEN $start_date AND $end_date AND NOT is_refund
 ),
 people AS (

@@ -7,7 +7,7 @@ FROM (
         item.quantity
     FROM (
         SELECT person_id, unnest(items) AS item
-        FROM orders_people
+        FROM orders_people_in([$site_id])
         WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
             AND ts >= $range_start AND ts < $range_end AND NOT is_refund
     )

@@ -3,7 +3,7 @@
 -- $max_seconds are counted apart, not measured.
 WITH dwell AS (
     SELECT person_id, ts, dwell_seconds(metadata) AS seconds
-    FROM events_people
+    FROM events_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end
         AND name = 'product_dwell_time' AND product_item_code = $code

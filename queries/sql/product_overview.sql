@@ -6,7 +6,7 @@
 -- the number of sales holding it. Counts only.
 WITH product_events AS (
     SELECT name, person_id
-    FROM events_people
+    FROM events_people_in([$site_id])
     WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
         AND ts >= $range_start AND ts < $range_end AND product_item_code = $code
         AND list_contains($product_events, name)
@@ -15,7 +15,7 @@ lines AS (
     SELECT person_id, order_id, item.quantity AS quantity
     FROM (
         SELECT person_id, order_id, unnest(items) AS item
-        FROM orders_people
+        FROM orders_people_in([$site_id])
         WHERE site_id = $site_id AND date BETWEEN $scan_start AND $scan_end
             AND ts >= $range_start AND ts < $range_end AND NOT is_refund
     )

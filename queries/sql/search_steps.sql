@@ -27,11 +27,9 @@ WITH scoped AS (
         WHERE list_contains($site_ids, site_id) AND date BETWEEN $start_date - 1 AND $end_date
           AND NOT list_contains($ignored, name)
     ) AS e
-    -- People as events_people resolves them (`visitor_users`, `person_of`), joined here rather than
-    -- through the view so that the metadata is read before the join, and with the links of the scope's
-    -- sites only: the scope's filter does not reach through the view's join, which built every site's
-    -- links, and DuckDB then built its hash table on the events instead of on the links.
-    LEFT JOIN (SELECT * FROM visitor_users WHERE list_contains($site_ids, site_id)) AS l
+    -- People as events_people_in resolves them (`visitor_users_in`, `person_of`), joined here rather
+    -- than through that macro so that the metadata is read before the join.
+    LEFT JOIN visitor_users_in($site_ids) AS l
         ON l.site_id = e.site_id AND l.visitor_id = e.visitor_id
 ),
 -- Sessions with a search event, or with a product click or view that carries a query: that is a search
