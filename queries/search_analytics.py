@@ -12,7 +12,8 @@ previous step in its session was a search step (``search_instant_open``, ``searc
 identity and runtime events and placement interactions (hover, close, slider navigation, custom events)
 not counting as steps, and events of one instant following each other by event id; so opening a result
 counts once, not again for the product page it leads to. A click belongs to its own query, else the
-latest query of its session. Days are UTC calendar days of the lake's partitions, as in the overview; a
+latest query a step of its session carried before it (a search's, or any step whose metadata names
+one). Days are UTC calendar days of the lake's partitions, as in the overview; a
 session is read back to the UTC day before the range, so a search just before midnight leads to the
 click just after it (that search is not the range's).
 """

@@ -5,8 +5,9 @@
 -- or popular_product_click naming a product that carries a query itself, is a
 -- popular_product_click, or whose previous step in its session was one of $search_steps; steps skip
 -- the events in $ignored (page views, impressions, identity...). A click's query is its own, else the
--- latest query of its session so far. Sessions are read back to the UTC day before the range, so a
--- search just before midnight leads to the click after it (a session is cut there when it is longer);
+-- latest query any step of its session carried so far. Sessions are read back to the UTC day before
+-- the range, so a search just before midnight leads to the click after it (a session is cut there
+-- when it is longer);
 -- the rows of that day are not the range's. Only sessions with a search event or a click carrying a
 -- query are read past the first scan.
 CREATE OR REPLACE TEMP TABLE search_steps AS

@@ -164,6 +164,25 @@ def test_a_click_carrying_its_query_is_a_search_click_in_a_session_without_searc
     ]
 
 
+def test_a_click_without_its_own_query_takes_the_latest_query_a_step_of_its_session_carried(lake):
+    """gus searches "mug", adds a result to his cart from a page whose event names the query "teapot",
+    then clicks a popular product: the click is "teapot"'s, the latest query of his session before it,
+    though no search event named it."""
+    ingest, engine = lake
+    journeys_for(ingest, {
+        "gus": [step("10:00:00", "search_query", "s7", query="mug"),
+                step("10:00:05", "add_to_cart", "s7", productItemCode="P1", query="Teapot"),
+                step("10:00:09", "popular_product_click", "s7", productItemCode="P2")],
+    })  # fmt: skip
+    body = dump(top_products(engine, SCOPE, limit=10))
+    assert [(p["productItemCode"], p["clicks"], p["topQueries"]) for p in body["products"]] == [
+        ("P2", 1, [{"query": "teapot", "clicks": 1}])
+    ]
+    assert [(q["query"], q["searches"]) for q in dump(top_queries(engine, SCOPE, limit=10))["queries"]] == [
+        ("mug", 1)
+    ]
+
+
 def test_a_search_just_before_the_range_leads_to_the_click_just_inside_it(lake):
     """fay searches at 23:59:50 the day before the range and opens P1 from the results 15 s later, on
     the range's first day: a search click of "mug" (her search itself is not the range's)."""
