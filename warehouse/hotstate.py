@@ -71,7 +71,7 @@ class InProcessHotState:
             count, expires = entry if entry else (0, now + window_seconds)
             count += amount
             self._counters[key] = (count, expires)
-            return WindowCount(count, max(1, math.ceil(expires - now)))
+            return _window(count, _millis(expires - now))
 
     async def hit_async(self, key: str, *, window_seconds: int, amount: int = 1) -> WindowCount:
         return self.hit(key, window_seconds=window_seconds, amount=amount)
@@ -82,7 +82,7 @@ class InProcessHotState:
             entry = self._live(key, now)
             if not entry:
                 return WindowCount(0, 0)
-            return WindowCount(entry[0], max(1, math.ceil(entry[1] - now)))
+            return _window(entry[0], _millis(entry[1] - now))
 
     def clear(self, key: str) -> None:
         with self._lock:
@@ -206,6 +206,12 @@ class RedisHotState:
 
 def _window(count, ttl_ms) -> WindowCount:
     return WindowCount(int(count), max(1, math.ceil(int(ttl_ms) / 1000)))
+
+
+def _millis(seconds: float) -> int:
+    # Whole milliseconds, as Redis counts a TTL: (now + 60) - now can come out a hair above 60 in
+    # floating point, and a ceiling of it would announce a 61-second window.
+    return round(seconds * 1000)
 
 
 def _glob_escape(text: str) -> str:

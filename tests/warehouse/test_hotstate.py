@@ -60,6 +60,16 @@ def test_reset_in_counts_down_from_the_first_hit(backend):
     assert backend.hot.hit("w", window_seconds=600).reset_in in (59, 60)
 
 
+def test_a_fresh_window_never_announces_more_than_its_length():
+    # At this instant (now + 60) - now is 60.000000000007 in floating point.
+    clock = FakeClock()
+    clock.now = 65527.887857885995
+    hot = InProcessHotState(clock=clock)
+    assert hot.hit("f", window_seconds=60) == WindowCount(1, 60)
+    assert hot.hit("f", window_seconds=60) == WindowCount(2, 60)
+    assert hot.peek("f") == WindowCount(2, 60)
+
+
 def test_the_window_resets_after_it_ends(backend):
     hot = backend.hot
     for _ in range(3):
