@@ -2,19 +2,31 @@
 queried by the same funnel; and how fast compaction itself runs.
 
     .venv/bin/python bench/compaction_bench.py [--events 10000000] [--per-file 5000] [--days 7]
+        [--traffic ids|storefront] [--small-files DIR]
+
+``--traffic ids`` (the default) writes events that fill five columns with short ids (event id, name,
+time, visitor, session), the funnel's bare needs. ``--traffic storefront`` writes the demo generator's
+storefront traffic (``aisle.demo_data``: sessions, journeys, URLs, referrers, product metadata, consent,
+identified visitors; ~13 events per visitor a week), validated and normalised by the ingest path and
+written as the flusher writes it, in arrival order; generating 10 M such events takes some minutes,
+so ``--small-files DIR`` keeps the small files in DIR and later runs start from a copy of them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
 import time
-from datetime import date, timedelta
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +37,8 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from aisle.demo_data import generate_site_traffic  # noqa: E402
+from ingest.normalise import Context, common_columns, event_log_columns  # noqa: E402
 from queries.funnel import FunnelQuery, funnel  # noqa: E402
 from warehouse.compaction import compact_table  # noqa: E402
 from warehouse.engine import Engine  # noqa: E402
@@ -53,6 +67,62 @@ def make_file(rng: np.random.Generator, *, start: int, rows: int, day: date, vis
     for field in EVENTS_SCHEMA:
         arrays.append(columns[field.name] if field.name in columns else pa.nulls(rows, field.type))
     return pa.Table.from_arrays(arrays, schema=EVENTS_SCHEMA)
+
+
+def write_ids_traffic(lake: Lake, *, events: int, per_file: int, days: int, first: date) -> None:
+    rng = np.random.default_rng(42)
+    for number in range(events // per_file):
+        day = first + timedelta(days=number % days)
+        table = make_file(rng, start=number * per_file, rows=per_file, day=day, visitors=200_000)
+        lake.write_file(EVENTS, table, site_id=SITE, date=day.isoformat())
+
+
+def _storefront_batches(*, events: int, days: int, first: date, batch: int = 50_000) -> Iterator[pa.Table]:
+    """The demo generator's traffic as the ingest path logs it (wire columns plus site and date), about
+    ``batch`` events at a time, each batch in arrival (event time) order; ``events`` in all."""
+    end = first + timedelta(days=days)
+    sample = sum(
+        len(item["events"])
+        for item in generate_site_traffic(seed=42, currency="EUR", end=end, days=days, visitors=1_000)
+        if item["kind"] == "events"
+    )  # fmt: skip
+    visitors = math.ceil(events / sample * 1_000 * 1.05)
+    ctx = Context(site_id=SITE, site_currency="EUR", received_at=datetime.combine(end, datetime.min.time(), UTC),
+                  channel="web", historical=True, client_platform="web", client_version="1.4.2")  # fmt: skip
+    common = common_columns(ctx)
+    traffic = generate_site_traffic(seed=42, currency="EUR", end=end, days=days, visitors=visitors)
+    sessions = (item["events"] for item in traffic if item["kind"] == "events")
+    left = events
+    while left > 0:
+        raws: list[dict] = []
+        for session in sessions:
+            raws.extend(session)
+            if len(raws) >= batch:
+                break
+        if not raws:
+            raise RuntimeError(f"the generator ran out {left} events short")
+        columns, failures = event_log_columns(raws[:left], ctx)
+        assert not failures, failures[:3]
+        rows = len(columns["event_id"])
+        table = pa.table({**columns, **{name: [value] * rows for name, value in common.items()}})
+        left -= rows
+        yield table.sort_by("ts")
+
+
+def write_storefront_traffic(lake: Lake, *, events: int, per_file: int, days: int, first: date) -> None:
+    """Files of ``per_file`` events in the order they arrive, split by date as the flusher splits them."""
+    rest = pa.table({})
+    for table in _storefront_batches(events=events, days=days, first=first):
+        rows = pa.concat_tables([rest, table], promote_options="permissive") if len(rest) else table
+        whole = len(rows) // per_file * per_file
+        for start in range(0, whole, per_file):
+            lake.write_partitioned(EVENTS, rows.slice(start, per_file), name=uuid.uuid4().hex)
+        rest = rows.slice(whole)
+    if len(rest):
+        lake.write_partitioned(EVENTS, rest, name=uuid.uuid4().hex)
+
+
+TRAFFIC = {"ids": write_ids_traffic, "storefront": write_storefront_traffic}
 
 
 def timed(fn, runs: int = 3) -> tuple[float, object]:
@@ -85,18 +155,25 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--per-file", type=int, default=5_000)
     parser.add_argument("--days", type=int, default=7)
+    parser.add_argument("--traffic", choices=sorted(TRAFFIC), default="ids")
+    parser.add_argument("--small-files", type=Path, metavar="DIR",
+                        help="keep the small files written in DIR, or start from a copy of those kept there")  # fmt: skip
     args = parser.parse_args()
-    rng = np.random.default_rng(42)
     root = Path(tempfile.mkdtemp(prefix="aisle-compaction-bench-"))
     lake = Lake(root / "lake")
     first = date(2026, 1, 5)
-    files = args.events // args.per_file
     began = time.perf_counter()
-    for number in range(files):
-        day = first + timedelta(days=number % args.days)
-        table = make_file(rng, start=number * args.per_file, rows=args.per_file, day=day, visitors=200_000)
-        lake.write_file(EVENTS, table, site_id=SITE, date=day.isoformat())
+    copied = bool(args.small_files and (args.small_files / "events").is_dir())
+    if copied:
+        # Partitions are relative links into _versions: the copy keeps them pointing into itself.
+        shutil.copytree(args.small_files, lake.root, symlinks=True)
+    else:
+        TRAFFIC[args.traffic](lake, events=args.events, per_file=args.per_file, days=args.days, first=first)
+        if args.small_files:
+            shutil.copytree(lake.root, args.small_files, symlinks=True)
     written = time.perf_counter() - began
+    files = len(lake.files(EVENTS))
+    events = sum(pq.read_metadata(path).num_rows for path in lake.files(EVENTS))
     engine = Engine(lake, threads=os.cpu_count() or 2)
     end = first + timedelta(days=args.days - 1)
     small_seconds, small_result = time_funnel(engine, start=first, end=end)
@@ -116,7 +193,8 @@ def main() -> None:
     print(json.dumps({
         "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
         "command": " ".join(["bench/compaction_bench.py", *sys.argv[1:]]),
-        "events": files * args.per_file,
+        "traffic": f"the small files kept in {args.small_files}" if copied else args.traffic,
+        "events": events,
         "smallFiles": files,
         "writeSeconds": round(written, 1),
         "funnel": dict(zip(STEPS, small_result, strict=True)),
