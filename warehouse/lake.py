@@ -127,11 +127,13 @@ class LakeTable:
 
     def parquet_options(self) -> dict:
         """How this table's files are written, flushed or compacted: zstd, dictionaries for every
-        column but the row key, whose values are all distinct (a dictionary there is built, then
-        abandoned, at a cost)."""
+        column but the row key, whose values are all distinct, and the event time, nearly so in real
+        traffic: it is stored as deltas, small within a visitor's rows once compaction puts them
+        together (on demo traffic a quarter smaller than a dictionary, read twice as fast by DuckDB)."""
         return {
             "compression": "zstd",
-            "use_dictionary": [n for n in self.schema.names if n != self.key],
+            "use_dictionary": [n for n in self.schema.names if n not in (self.key, "ts")],
+            "column_encoding": {"ts": "DELTA_BINARY_PACKED"},
             # A compacted day holds ~10^5 visitors: their dictionary outgrows the default 1 MiB,
             # and past it pyarrow falls back to plain strings (2.5x the decoded bytes).
             "dictionary_pagesize_limit": 8 << 20,

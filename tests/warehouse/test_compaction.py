@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import duckdb
@@ -18,7 +19,7 @@ from ingest.service import Ingest
 from warehouse import compaction
 from warehouse.compaction import compact_table, purge_retired
 from warehouse.engine import Engine
-from warehouse.lake import EVENTS
+from warehouse.lake import EVENTS, ORDERS
 
 SITE = "11111111-1111-1111-1111-111111111111"
 
@@ -173,9 +174,12 @@ def test_merged_files_have_big_row_groups_not_one_per_small_file(ingest):
     assert (metadata.num_row_groups, metadata.num_rows) == (1, 300)
     columns = {metadata.row_group(0).column(i).path_in_schema: metadata.row_group(0).column(i)
                for i in range(metadata.num_columns)}  # fmt: skip
-    # Event ids are all distinct: stored plain, not through a dictionary; names share one.
+    # Event ids are all distinct: stored plain, not through a dictionary; names share one; event
+    # times, nearly all distinct too, as deltas.
     assert "RLE_DICTIONARY" not in columns["event_id"].encodings
     assert "RLE_DICTIONARY" in columns["name"].encodings
+    assert "DELTA_BINARY_PACKED" in columns["ts"].encodings
+    assert "RLE_DICTIONARY" not in columns["ts"].encodings
 
 
 def test_merged_events_come_in_name_order_each_visitor_together_so_a_name_filter_reads_only_its_groups(
@@ -253,6 +257,7 @@ def test_merged_files_keep_every_column_with_its_type_and_the_one_value_a_column
 
     [merged] = ingest.lake.files(EVENTS)
     assert duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{merged}')").fetchall() == before
+    assert pq.read_schema(merged) == EVENTS.schema  # polars' string views stay out of the file
     assert duckdb.sql(
         f"SELECT event_id, user_id FROM read_parquet('{merged}') WHERE user_id IS NOT NULL"
     ).fetchall() == [("e3", "ada")]
@@ -283,3 +288,26 @@ def test_the_cluster_key_orders_names_and_keeps_each_visitors_rows_together_in_a
     assert len(runs) == len(set(runs))
     for pair in set(runs):
         assert [r[2] for r in ordered if r[:2] == pair] == [i for i, r in enumerate(rows) if r == pair]
+
+
+def test_merged_orders_keep_their_schema_and_exact_line_items(ingest):
+    for number in (1, 2):
+        ingest.accept_orders_sync(
+            [{"orderId": f"o{number}", "visitorId": "v", "sessionId": "s", "timestamp": "2024-03-05T10:00:00Z",
+              "currency": "EUR", "total": "10.50",
+              "items": [{"productItemCode": f"P-{number}", "quantity": number, "price": "5.25", "name": "Mug"}]}],
+            context(),
+        )  # fmt: skip
+        ingest.flush()
+
+    compact_table(ingest.lake, ORDERS, writer_lock=ingest.flushers["orders"].lock)
+
+    [merged] = ingest.lake.files(ORDERS)
+    assert pq.read_schema(merged) == ORDERS.schema
+    rows = sorted(pq.read_table(merged, columns=["order_id", "total", "items"]).to_pylist(), key=str)
+    assert rows == [
+        {"order_id": f"o{n}", "total": Decimal("10.500000"),
+         "items": [{"product_item_code": f"P-{n}", "product_id": None, "quantity": n, "price": Decimal("5.250000"),
+                    "name": "Mug", "category_path": None}]}
+        for n in (1, 2)
+    ]  # fmt: skip
