@@ -32,6 +32,11 @@ TARGET_FILE_BYTES = 128 * 1024 * 1024
 ROW_GROUP_ROWS = 1_000_000
 SMALL_FILE_BYTES = 64 * 1024 * 1024
 GRACE_SECONDS = 15 * 60
+# A run is read whole into memory and held about three times over while it sorts and writes. Storefront
+# events take ~10 bytes in memory per byte of flush file (URLs, metadata JSON): a run is cut by that
+# estimate too, so a busy day's partition merges in several files of ~1.4 M such events (~1.5 GiB at
+# the peak) rather than one of 256 MB of input (~8 GiB), inside the server process of an embedded install.
+RUN_MEMORY_BYTES = 512 * 1024 * 1024
 
 
 @dataclass
@@ -62,6 +67,15 @@ def _batches(files: list[Path], limit: int) -> Iterator[list[Path]]:
         size += grows
     if run:
         yield run
+
+
+def _run_limit(files: list[Path], schema: pl.Schema, target_bytes: int) -> int:
+    """Bytes of small files a run may take: twice the target file (files shrink about by half once
+    merged), or fewer when their rows would decode past ``RUN_MEMORY_BYTES``, as measured on the
+    largest of them."""
+    sample = max(files, key=lambda p: p.stat().st_size)
+    decoded = pl.scan_parquet(sample, schema=schema, missing_columns="insert").collect().estimated_size()
+    return min(2 * target_bytes, RUN_MEMORY_BYTES * sample.stat().st_size // max(decoded, 1))
 
 
 def _filled_columns(files: list[Path]) -> set[str]:
@@ -120,8 +134,7 @@ def _merge(files: list[Path], version: Path, *, table: LakeTable, target_bytes: 
     reads as nulls of its type."""
     schema = pl.from_arrow(table.schema.empty_table()).schema
     outputs = rows = 0
-    # Small flush files shrink to about half once merged and compressed as one.
-    for run in _batches(files, 2 * target_bytes):
+    for run in _batches(files, _run_limit(files, schema, target_bytes)):
         path = version / f"compact-{uuid.uuid4().hex}.parquet"
         # Sorting carries every column along, and most columns of most events are empty: those
         # join again as typed nulls after the sort.

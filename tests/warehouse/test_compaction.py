@@ -243,6 +243,26 @@ def test_a_big_partition_merges_in_runs_of_bounded_input_one_file_each(ingest):
     assert sorted(i for (i,) in ids) == sorted(f"e{i}" for i in range(total))
 
 
+def test_runs_are_cut_by_the_memory_their_rows_decode_to_not_only_by_their_files_bytes(ingest, monkeypatch):
+    total = flush_in_files(ingest, files=12, per_file=25)
+    partition = ingest.lake.partition_dir(EVENTS, site_id=SITE, date="2024-03-05")
+    biggest = max(p.stat().st_size for p in partition.glob("*.parquet"))
+    decoded = pl.read_parquet(
+        max(partition.glob("*.parquet"), key=lambda p: p.stat().st_size)
+    ).estimated_size()
+    # Room in memory for four files' rows a run, though the bytes on disk would allow all twelve.
+    monkeypatch.setattr(compaction, "RUN_MEMORY_BYTES", int(decoded * 4.5))
+
+    result = compact_table(
+        ingest.lake, EVENTS, writer_lock=ingest.flushers["events"].lock, target_bytes=12 * biggest
+    )
+
+    assert (result.files_in, result.files_out, result.rows) == (12, 3, total)
+    merged = sorted(partition.glob("*.parquet"))
+    ids = duckdb.sql(f"SELECT event_id FROM read_parquet({[str(p) for p in merged]})").fetchall()
+    assert sorted(i for (i,) in ids) == sorted(f"e{i}" for i in range(total))
+
+
 def test_merged_files_keep_every_column_with_its_type_and_the_one_value_a_column_holds(ingest):
     batch = events(0, 10)
     batch[3]["userId"] = "ada"
