@@ -324,6 +324,7 @@ def test_merged_orders_keep_their_schema_and_exact_line_items(ingest):
 
     [merged] = ingest.lake.files(ORDERS)
     assert pq.read_schema(merged) == ORDERS.schema
+    assert pq.ParquetFile(merged).metadata.num_row_groups == 1  # not one per small file
     rows = sorted(pq.read_table(merged, columns=["order_id", "total", "items"]).to_pylist(), key=str)
     assert rows == [
         {"order_id": f"o{n}", "total": Decimal("10.500000"),
