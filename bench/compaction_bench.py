@@ -172,8 +172,9 @@ def main() -> None:
         if args.small_files:
             shutil.copytree(lake.root, args.small_files, symlinks=True)
     written = time.perf_counter() - began
-    files = len(lake.files(EVENTS))
-    events = sum(pq.read_metadata(path).num_rows for path in lake.files(EVENTS))
+    small_files = lake.files(EVENTS)
+    files = len(small_files)
+    events = sum(pq.read_metadata(path).num_rows for path in small_files)
     engine = Engine(lake, threads=os.cpu_count() or 2)
     end = first + timedelta(days=args.days - 1)
     small_seconds, small_result = time_funnel(engine, start=first, end=end)

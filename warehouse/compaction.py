@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-import pyarrow as pa
 import pyarrow.parquet as pq
 import structlog
 
@@ -109,23 +108,6 @@ def _cluster_key(frame: pl.DataFrame, sort_by: tuple[str, ...]) -> pl.Series:
     return key
 
 
-def _stored_columns(data: pa.Table, table: LakeTable) -> pa.Table:
-    """``data`` in the table's types and column order, typed nulls for the columns it lacks; but a
-    string column stays in the form polars handed it over (views, no copy: a copy to Arrow's strings
-    took ~20 % of a merge of demo traffic). So the file carries no Arrow schema: Parquet's own types
-    (UTF-8 strings, UTC microseconds, decimals) read back as the lake schema's. Parquet's writer takes
-    views only outside lists and structs: nested columns are cast whole."""
-    columns = []
-    for field in table.schema:
-        if field.name not in data.column_names:
-            columns.append(pa.nulls(len(data), field.type))
-        elif pa.types.is_string_view(data[field.name].type):
-            columns.append(data[field.name])
-        else:
-            columns.append(data[field.name].cast(field.type))
-    return pa.Table.from_arrays(columns, names=table.schema.names)
-
-
 def _merge(files: list[Path], version: Path, *, table: LakeTable, target_bytes: int) -> tuple[int, int]:
     """Merge ``files`` into sorted files in ``version``; returns (files, rows).
 
@@ -150,7 +132,7 @@ def _merge(files: list[Path], version: Path, *, table: LakeTable, target_bytes: 
             frame = frame.sort(_cluster_key(frame, table.sort_by), maintain_order=True)
         # pyarrow writes the run with half the CPU polars' writer takes, most of it saved on the
         # empty columns (typed nulls cost polars ~20 ms a column per million rows).
-        merged = _stored_columns(frame.to_arrow(compat_level=pl.CompatLevel.newest()), table)
+        merged = table.conform(frame.to_arrow(compat_level=pl.CompatLevel.newest()), keep_string_views=True)
         pq.write_table(
             merged, path, row_group_size=ROW_GROUP_ROWS, store_schema=False, **table.parquet_options()
         )
