@@ -44,7 +44,7 @@ def _store(data_dir: Path | None, *, existing: bool = False):
     """The settings and the migrated config store. ``existing``: for a command that reads what an
     install holds (its sites, its lake), refuse a data directory that does not exist yet rather
     than make an empty one (a mistyped --data-dir)."""
-    from warehouse.catalog.store import create_store_engine, migrate
+    from warehouse.config_store.store import create_store_engine, migrate
 
     settings = _settings(data_dir, prepare=False)
     # With the default SQLite store inside it, a new data directory holds no site to read.
@@ -82,7 +82,7 @@ def _site(store, site_id: str) -> dict:
     """The site, or exit 1 with an error when there is none with that id."""
     from api.deps import canonical_site_id
     from api.errors import AppError
-    from warehouse.catalog import sites
+    from warehouse.config_store import sites
 
     try:
         canonical = canonical_site_id(site_id)
@@ -159,7 +159,7 @@ def flush(data_dir: DataDir = None) -> None:
     import threading
 
     from jobs.lake_writer import NotARedisLog, check_can_run, run
-    from warehouse.catalog.store import create_store_engine, migrate
+    from warehouse.config_store.store import create_store_engine, migrate
 
     settings = _settings(data_dir, prepare=False)
     stop = threading.Event()
@@ -322,7 +322,7 @@ def sql(
     from queries.adhoc_sql import Sandbox, run_sql
     from queries.adhoc_sql_formats import csv_chunks, json_body, parquet_chunks, text_table
     from queries.adhoc_sql_guard import SqlError
-    from warehouse.catalog import sites
+    from warehouse.config_store import sites
     from warehouse.lake import Lake
 
     if format not in ("table", "json", "csv", "parquet"):
@@ -348,9 +348,15 @@ def sql(
     sandbox = Sandbox(memory_limit=settings.sql_memory_limit, threads=settings.sql_threads)
     try:
         result = run_sql(
-            Lake(settings.data_dir / "lake"), text, site_id=record["id"], dialect=dialect, parameters=parameters,
-            limit=limit, timeout_ms=timeout_ms or settings.sql_default_timeout_ms, sandbox=sandbox,
-        )  # fmt: skip
+            Lake(settings.data_dir / "lake"),
+            text,
+            site_id=record["id"],
+            dialect=dialect,
+            parameters=parameters,
+            limit=limit,
+            timeout_ms=timeout_ms or settings.sql_default_timeout_ms,
+            sandbox=sandbox,
+        )
         if format == "table":
             typer.echo(text_table(result))
             return
@@ -445,7 +451,7 @@ def set_subscription(
     data_dir: DataDir = None,
 ) -> None:
     """Set an organisation's subscription status (public routes need active or trialing)."""
-    from warehouse.catalog import organizations
+    from warehouse.config_store import organizations
 
     if status not in organizations.SUBSCRIPTION_STATUSES:
         raise typer.BadParameter(f"status must be one of {', '.join(organizations.SUBSCRIPTION_STATUSES)}")

@@ -29,7 +29,7 @@ from api.auth.service import create_user
 from api.sites.tracking_config import default_tracking_config
 from ingest.normalise import Context, Rejected
 from ingest.service import DataDirBusy, Ingest
-from warehouse.catalog import sites, users
+from warehouse.config_store import sites, users
 
 # `.example` is reserved for examples and still passes the login route's e-mail validation,
 # which refuses special-use domains such as `.local`.
@@ -113,9 +113,14 @@ def load_traffic(
     )
     catalog = make_catalog(random.Random(seed), products=DEFAULT_PRODUCTS, currency=site["currency"])
     counts = {
-        "sessions": 0, "eventsAccepted": 0, "eventsRejected": 0, "orders": 0, "ordersRejected": 0,
-        "consents": 0, "consentsRejected": 0,
-    }  # fmt: skip
+        "sessions": 0,
+        "eventsAccepted": 0,
+        "eventsRejected": 0,
+        "orders": 0,
+        "ordersRejected": 0,
+        "consents": 0,
+        "consentsRejected": 0,
+    }
     events: list[dict[str, Any]] = []
     orders: list[dict[str, Any]] = []
     consents: list[dict[str, Any]] = []
@@ -211,9 +216,13 @@ def load_demo(
         site = _site_named(conn, organization_id, DEMO_SITE_NAME)
         if site is None:
             site = _create_site(
-                conn, organization_id, name=DEMO_SITE_NAME, domain=DEMO_DOMAIN, currency="GBP",
+                conn,
+                organization_id,
+                name=DEMO_SITE_NAME,
+                domain=DEMO_DOMAIN,
+                currency="GBP",
                 timezone="Europe/London",
-            )  # fmt: skip
+            )
     with store.connect() as conn:
         missing = [s for s in DEMO_TRAFFIC_SITES if _site_named(conn, organization_id, s.name) is None]
 
@@ -223,9 +232,11 @@ def load_demo(
         try:
             # Only explicit flushes: one set of files per partition, not one per second.
             ingest = Ingest(
-                data_dir=Path(data_dir), flush_interval_seconds=3600, stream_url=stream_url,
+                data_dir=Path(data_dir),
+                flush_interval_seconds=3600,
+                stream_url=stream_url,
                 flush_in_background=stream_url is None,
-            )  # fmt: skip
+            )
         except DataDirBusy as exc:
             ingest = None
             warnings.append(
@@ -246,10 +257,14 @@ def load_demo(
                     # The site commits only once its traffic is in the lake.
                     with store.begin() as conn:
                         record = _create_site(
-                            conn, organization_id, name=spec.name, domain=spec.domain,
-                            currency=spec.currency, timezone=spec.timezone,
+                            conn,
+                            organization_id,
+                            name=spec.name,
+                            domain=spec.domain,
+                            currency=spec.currency,
+                            timezone=spec.timezone,
                             site_id=_traffic_site_id(organization_id, spec),
-                        )  # fmt: skip
+                        )
                         loaded[spec.name] = load_traffic(
                             ingest,
                             record,

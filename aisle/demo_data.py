@@ -60,8 +60,31 @@ MAX_SESSIONS = 24
 
 # Local hour-of-day weights: quiet nights, a lunch bump and an evening peak.
 HOUR_WEIGHTS = (
-    2, 1, 1, 1, 1, 2, 4, 7, 9, 10, 10, 11, 13, 12, 11, 11, 12, 14, 17, 20, 21, 18, 12, 6,
-)  # fmt: skip
+    2,
+    1,
+    1,
+    1,
+    1,
+    2,
+    4,
+    7,
+    9,
+    10,
+    10,
+    11,
+    13,
+    12,
+    11,
+    11,
+    12,
+    14,
+    17,
+    20,
+    21,
+    18,
+    12,
+    6,
+)
 WEEKDAY_WEIGHTS = (10, 10, 10, 10, 11, 13, 12)  # Monday first
 
 REFERRERS = (
@@ -137,9 +160,25 @@ CATEGORY_TREE: tuple[Leaf, ...] = (
 )
 LEAVES = {leaf.path: leaf for leaf in CATEGORY_TREE}
 ADJECTIVES = (
-    "Speckled", "Nordic", "Classic", "Hand-made", "Vintage", "Botanical", "Midnight", "Sunny", "Linen",
-    "Marbled", "Little", "Grand", "Cosy", "Coastal", "Golden", "Forest", "Paper", "Velvet",
-)  # fmt: skip
+    "Speckled",
+    "Nordic",
+    "Classic",
+    "Hand-made",
+    "Vintage",
+    "Botanical",
+    "Midnight",
+    "Sunny",
+    "Linen",
+    "Marbled",
+    "Little",
+    "Grand",
+    "Cosy",
+    "Coastal",
+    "Golden",
+    "Forest",
+    "Paper",
+    "Velvet",
+)
 COLOURS = ("Sage", "Cream", "Navy", "Terracotta", "Charcoal", "Blush", "Ochre", "Teal")
 
 
@@ -377,9 +416,16 @@ class _Session:
         self.ms += (self.extra if extra else self.rng).randint(low_s * 1000, high_s * 1000)
 
     def emit(
-        self, name: str, *, entity_type=None, entity_id=None, metadata=None, value=None, currency=None,
+        self,
+        name: str,
+        *,
+        entity_type=None,
+        entity_id=None,
+        metadata=None,
+        value=None,
+        currency=None,
         extra: bool = False,
-    ):  # fmt: skip
+    ):
         """One event; ``extra`` for the commerce events, which draw from the visitor's second stream."""
         visitor = self.visitor
         first = not self.events
@@ -453,8 +499,12 @@ class _Session:
             self.tick(3, 20)
             sort = self.rng.choice(("price", "newest", "popular"))
             name, value = self.category_filter(sort)
-            self.emit("category_filter", entity_type="category", entity_id=path,
-                      metadata={"categoryPath": path, "filterName": name, "filterValue": value})  # fmt: skip
+            self.emit(
+                "category_filter",
+                entity_type="category",
+                entity_id=path,
+                metadata={"categoryPath": path, "filterName": name, "filterValue": value},
+            )
 
     def category_filter(self, sort: str) -> tuple[str, str]:
         """A filter of the listing: a sort order (the funnel's draw), a price band or a colour."""
@@ -476,8 +526,13 @@ class _Session:
         extra, visitor = self.extra, self.visitor
         if self.campaign is not None:
             medium = "email" if self.campaign == "newsletter" else "social"
-            self.emit("click", entity_type="campaign", entity_id=self.campaign,
-                      metadata={"utmSource": self.campaign, "utmMedium": medium}, extra=True)  # fmt: skip
+            self.emit(
+                "click",
+                entity_type="campaign",
+                entity_id=self.campaign,
+                metadata={"utmSource": self.campaign, "utmMedium": medium},
+                extra=True,
+            )
         if visitor.consent is None:
             if (
                 self.number == 0 or extra.random() < CONSENT_ASKED_AGAIN
@@ -495,8 +550,12 @@ class _Session:
         if roll < 0.80:
             return {"necessary": True, "analytics": False, "marketing": False, "preferences": False}
         extra = self.extra
-        return {"necessary": True, "analytics": extra.random() < 0.7, "marketing": extra.random() < 0.35,
-                "preferences": extra.random() < 0.5}  # fmt: skip
+        return {
+            "necessary": True,
+            "analytics": extra.random() < 0.7,
+            "marketing": extra.random() < 0.35,
+            "preferences": extra.random() < 0.5,
+        }
 
     def record_consent(self, categories: dict[str, bool], source: str) -> None:
         """A consent record as the public consent route takes it; later events carry the new state."""
@@ -520,30 +579,55 @@ class _Session:
         if extra.random() >= POPUP_SHOWN:
             return
         self.tick(3, 12, extra=True)
-        self.emit("impression", entity_type="campaign", entity_id=POPUP_CAMPAIGN,
-                  metadata={"placement": "popup", "offer": "10% off the first order"}, extra=True)  # fmt: skip
+        self.emit(
+            "impression",
+            entity_type="campaign",
+            entity_id=POPUP_CAMPAIGN,
+            metadata={"placement": "popup", "offer": "10% off the first order"},
+            extra=True,
+        )
         self.tick(2, 20, extra=True)
         action = "click" if extra.random() < POPUP_SIGNUP else "close"
-        self.emit(action, entity_type="campaign", entity_id=POPUP_CAMPAIGN,
-                  metadata={"placement": "popup"}, extra=True)  # fmt: skip
+        self.emit(
+            action,
+            entity_type="campaign",
+            entity_id=POPUP_CAMPAIGN,
+            metadata={"placement": "popup"},
+            extra=True,
+        )
 
     def show_home(self) -> None:
         extra, shown = self.extra, []
         if extra.random() < HERO_SHOWN:
-            self.emit("impression", entity_type="campaign", entity_id=HOME_CAMPAIGN,
-                      metadata={"placement": "hero"}, extra=True)  # fmt: skip
+            self.emit(
+                "impression",
+                entity_type="campaign",
+                entity_id=HOME_CAMPAIGN,
+                metadata={"placement": "hero"},
+                extra=True,
+            )
             shown.append(("campaign", HOME_CAMPAIGN))
         if extra.random() < HOME_WIDGET_SHOWN:
-            self.emit("widget_impression", entity_type="widget", entity_id=HOME_WIDGET,
-                      metadata={"placement": "home", "itemCount": 8}, extra=True)  # fmt: skip
+            self.emit(
+                "widget_impression",
+                entity_type="widget",
+                entity_id=HOME_WIDGET,
+                metadata={"placement": "home", "itemCount": 8},
+                extra=True,
+            )
             shown.append(("widget", HOME_WIDGET))
         self.shown = tuple(shown)
 
     def show_category(self, path: str) -> None:
         shown = [("listing", path)]
         if self.extra.random() < CATEGORY_WIDGET_SHOWN:
-            self.emit("widget_impression", entity_type="widget", entity_id=CATEGORY_WIDGET,
-                      metadata={"placement": "category", "categoryPath": path, "itemCount": 6}, extra=True)  # fmt: skip
+            self.emit(
+                "widget_impression",
+                entity_type="widget",
+                entity_id=CATEGORY_WIDGET,
+                metadata={"placement": "category", "categoryPath": path, "itemCount": 6},
+                extra=True,
+            )
             shown.insert(0, ("widget", CATEGORY_WIDGET))
         self.shown = tuple(shown)
 
@@ -552,9 +636,17 @@ class _Session:
         extra = self.extra
         if extra.random() < RECOMMENDATIONS_SHOWN:
             widget = extra.choices(RECOMMENDATION_IDS, weights=RECOMMENDATION_WEIGHTS)[0]
-            self.emit("impression", entity_type="recommendation", entity_id=widget,
-                      metadata={"placement": "product_page", "sourceProductItemCode": product.product_item_code,
-                                "itemCount": 4}, extra=True)  # fmt: skip
+            self.emit(
+                "impression",
+                entity_type="recommendation",
+                entity_id=widget,
+                metadata={
+                    "placement": "product_page",
+                    "sourceProductItemCode": product.product_item_code,
+                    "itemCount": 4,
+                },
+                extra=True,
+            )
             self.shown = (("recommendation", widget),)
         if extra.random() < DWELL_REPORTED:
             median = DWELL_LONG_MEDIAN_SECONDS if extra.random() < DWELL_LONG_READ else DWELL_MEDIAN_SECONDS
@@ -562,25 +654,44 @@ class _Session:
                 min(max(extra.lognormvariate(math.log(median), DWELL_SIGMA), 1.0), DWELL_MAX_SECONDS), 1
             )
             self.ms += int(seconds * 1000)
-            self.emit("product_dwell_time", entity_type="product", entity_id=product.product_item_code,
-                      metadata={**_product_meta(product), "dwellTimeSeconds": seconds}, extra=True)  # fmt: skip
+            self.emit(
+                "product_dwell_time",
+                entity_type="product",
+                entity_id=product.product_item_code,
+                metadata={**_product_meta(product), "dwellTimeSeconds": seconds},
+                extra=True,
+            )
 
     def click_to_product(self, product: Product) -> None:
         """Sometimes the way to the next product page is a click on what the current page shows."""
         extra, meta = self.extra, _product_meta(product)
         for kind, entity in self.shown:
             if kind == "search" and extra.random() < SEARCH_RESULT_CLICKED:
-                self.emit("product_click", entity_type="product", entity_id=product.product_item_code,
-                          metadata={**meta, "list": "search", "query": entity, "position": extra.randint(1, 8)},
-                          extra=True)  # fmt: skip
+                self.emit(
+                    "product_click",
+                    entity_type="product",
+                    entity_id=product.product_item_code,
+                    metadata={**meta, "list": "search", "query": entity, "position": extra.randint(1, 8)},
+                    extra=True,
+                )
             elif kind in ("recommendation", "widget") and extra.random() < (
                 RECOMMENDATION_CLICKED if kind == "recommendation" else WIDGET_CLICKED
             ):
-                self.emit("product_click", entity_type=kind, entity_id=entity,
-                          metadata={**meta, "position": extra.randint(1, 4)}, extra=True)  # fmt: skip
+                self.emit(
+                    "product_click",
+                    entity_type=kind,
+                    entity_id=entity,
+                    metadata={**meta, "position": extra.randint(1, 4)},
+                    extra=True,
+                )
             elif kind == "listing" and product.category_path == entity and extra.random() < LISTING_CLICKED:
-                self.emit("product_click", entity_type="product", entity_id=product.product_item_code,
-                          metadata={**meta, "list": "category", "position": extra.randint(1, 24)}, extra=True)  # fmt: skip
+                self.emit(
+                    "product_click",
+                    entity_type="product",
+                    entity_id=product.product_item_code,
+                    metadata={**meta, "list": "category", "position": extra.randint(1, 24)},
+                    extra=True,
+                )
             else:
                 continue
             self.tick(1, 4, extra=True)
@@ -588,8 +699,13 @@ class _Session:
 
     def click_to_category(self, path: str) -> None:
         if ("campaign", HOME_CAMPAIGN) in self.shown and self.extra.random() < HERO_CLICKED:
-            self.emit("click", entity_type="campaign", entity_id=HOME_CAMPAIGN,
-                      metadata={"placement": "hero", "target": self.shop.category_url(path)}, extra=True)  # fmt: skip
+            self.emit(
+                "click",
+                entity_type="campaign",
+                entity_id=HOME_CAMPAIGN,
+                metadata={"placement": "hero", "target": self.shop.category_url(path)},
+                extra=True,
+            )
             self.tick(1, 4, extra=True)
 
     # --- the journey -----------------------------------------------------------------------------
@@ -699,31 +815,50 @@ class _Session:
                 code = next(iter(visitor.cart))
                 product, _ = visitor.cart.pop(code)
                 self.tick(5, 30)
-                self.emit("remove_from_cart", entity_type="product", entity_id=code,
-                          metadata=_product_meta(product))  # fmt: skip
+                self.emit(
+                    "remove_from_cart", entity_type="product", entity_id=code, metadata=_product_meta(product)
+                )
         if not visitor.cart:
             return
         restoring = not self.viewed or self.number > 0 and rng.random() < 0.3
         if restoring and rng.random() < 0.5:
             self.page(f"{shop.base_url}/cart")
-            self.emit("cart_restore", entity_type="cart", entity_id=visitor.visitor_id,
-                      metadata={"itemCount": len(visitor.cart)})  # fmt: skip
+            self.emit(
+                "cart_restore",
+                entity_type="cart",
+                entity_id=visitor.visitor_id,
+                metadata={"itemCount": len(visitor.cart)},
+            )
         if rng.random() >= min(0.85, (0.42 if added else 0.12) * keen):
             if rng.random() < 0.3:
                 self.tick(20, 120)
-                self.emit("cart_abandon", entity_type="cart", entity_id=visitor.visitor_id,
-                          metadata={"itemCount": len(visitor.cart)})  # fmt: skip
+                self.emit(
+                    "cart_abandon",
+                    entity_type="cart",
+                    entity_id=visitor.visitor_id,
+                    metadata={"itemCount": len(visitor.cart)},
+                )
             return
         subtotal = sum((p.price * q for p, q in visitor.cart.values()), Decimal(0))
         self.page(f"{shop.base_url}/checkout")
-        self.emit("checkout_begin", entity_type="checkout", entity_id=self.session_id,
-                  metadata={"itemCount": len(visitor.cart)}, value=subtotal, currency=shop.currency)  # fmt: skip
+        self.emit(
+            "checkout_begin",
+            entity_type="checkout",
+            entity_id=self.session_id,
+            metadata={"itemCount": len(visitor.cart)},
+            value=subtotal,
+            currency=shop.currency,
+        )
         for step, chance in ((1, 0.76), (2, 0.86)):
             if rng.random() >= chance:
                 return
             self.tick(20, 150)
-            self.emit("checkout_progress", entity_type="checkout", entity_id=self.session_id,
-                      metadata={"step": step, "option": ("shipping", "payment")[step - 1]})  # fmt: skip
+            self.emit(
+                "checkout_progress",
+                entity_type="checkout",
+                entity_id=self.session_id,
+                metadata={"step": step, "option": ("shipping", "payment")[step - 1]},
+            )
         if rng.random() >= 0.8:
             return
         self.tick(10, 60)

@@ -51,7 +51,7 @@ from ingest.service import Ingest
 from jobs.mail import Outbox
 from jobs.scheduler import start_scheduler
 from queries.adhoc_sql import Sandbox
-from warehouse.catalog.store import create_store_engine, migrate
+from warehouse.config_store.store import create_store_engine, migrate
 from warehouse.engine import Engine
 from warehouse.hotstate import open_hot_state
 
@@ -157,11 +157,29 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Routes are matched in order: the storefront's ingest routes, by far the busiest, come first.
     # Funnel definitions come before funnels so `/funnels/definitions/...` is never read as a site id.
     for router in (
-        public_ingest_router, public_router, health_router, auth_router, sites_router, admin_router, tracking_router,
-        funnel_definitions_router, funnels_router, cohorts_router, journeys_router, overview_router, site_events_router,
-        sql_router, public_consent_router, consent_router, revenue_router, attribution_router,
-        categories_router, products_router, search_router, correlations_router,
-    ):  # fmt: skip
+        public_ingest_router,
+        public_router,
+        health_router,
+        auth_router,
+        sites_router,
+        admin_router,
+        tracking_router,
+        funnel_definitions_router,
+        funnels_router,
+        cohorts_router,
+        journeys_router,
+        overview_router,
+        site_events_router,
+        sql_router,
+        public_consent_router,
+        consent_router,
+        revenue_router,
+        attribution_router,
+        categories_router,
+        products_router,
+        search_router,
+        correlations_router,
+    ):
         app.include_router(router, prefix=API_PREFIX)
     openapi_bodies.install(
         app,
@@ -190,7 +208,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(PublicCors, prefix=PUBLIC_PREFIX)
     app.add_middleware(RequestObserver, metrics=metrics)
     app.hot_path = HotPath(
-        app, prefix=f"{PUBLIC_PREFIX}sites/", suffix="/events/batch",
-        endpoint=accept_event_batch, metrics=metrics,
-    )  # fmt: skip
+        app,
+        prefix=f"{PUBLIC_PREFIX}sites/",
+        suffix="/events/batch",
+        endpoint=accept_event_batch,
+        metrics=metrics,
+    )
     return app

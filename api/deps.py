@@ -1,4 +1,4 @@
-"""Typed dependencies: routes name what they need (``StoreDep``, ``CurrentUser``, ``OwnedSite``...)."""
+"""Typed dependencies: routes name what they need (``ConfigStoreDep``, ``CurrentUser``, ``OwnedSite``...)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from api.errors import BadRequest, Forbidden, Unauthorized
 from api.schemas import SITE_ID_FORMAT
 from api.throttle import GuessThrottle
 from jobs.mail import Outbox
-from warehouse.catalog import refresh_tokens, sites, users
+from warehouse.config_store import refresh_tokens, sites, users
 from warehouse.hotstate import HotState
 
 
@@ -39,7 +39,7 @@ async def _outbox(request: Request) -> Outbox:
 
 
 SettingsDep = Annotated[Settings, Depends(_settings)]
-StoreDep = Annotated[Engine, Depends(_store)]
+ConfigStoreDep = Annotated[Engine, Depends(_store)]
 HotStateDep = Annotated[HotState, Depends(_hot)]
 OutboxDep = Annotated[Outbox, Depends(_outbox)]
 
@@ -77,7 +77,7 @@ _BEARER = HTTPBearer(
 def _principal(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)],
     settings: SettingsDep,
-    store: StoreDep,
+    store: ConfigStoreDep,
 ) -> Principal:
     try:
         return _principal_of(credentials, settings, store)
@@ -170,7 +170,7 @@ def load_owned_site(store: Engine, principal: Principal, site_id: str) -> dict[s
 
 def _site_reader(permission: str, param: str):
     def _load(
-        store: StoreDep,
+        store: ConfigStoreDep,
         principal: CurrentUser,
         site_id: str = Path(alias=param, json_schema_extra=SITE_ID_FORMAT),
     ) -> dict[str, Any]:

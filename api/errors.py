@@ -181,10 +181,30 @@ def error_response(description: str) -> dict[str, Any]:
 # pydantic names each member of a union it tried in the loc of that member's error, by the member's
 # validator: `bool`, `constrained-str`, `dict[str,int]`, `function-after[...]`. None of them is in the body.
 _UNION_MEMBERS = frozenset(
-    {"any", "bool", "bytes", "callable", "complex", "constrained-bytes", "constrained-float", "constrained-int",
-     "constrained-str", "date", "datetime", "decimal", "float", "int", "multi-host-url", "none", "str", "time",
-     "timedelta", "url", "uuid"}
-)  # fmt: skip
+    {
+        "any",
+        "bool",
+        "bytes",
+        "callable",
+        "complex",
+        "constrained-bytes",
+        "constrained-float",
+        "constrained-int",
+        "constrained-str",
+        "date",
+        "datetime",
+        "decimal",
+        "float",
+        "int",
+        "multi-host-url",
+        "none",
+        "str",
+        "time",
+        "timedelta",
+        "url",
+        "uuid",
+    }
+)
 _PARAMETRISED_UNION_MEMBER = re.compile(r"[a-z]+(?:-[a-z]+)*\[.*\]", re.DOTALL)
 _UNKNOWN = object()
 
@@ -269,8 +289,9 @@ def install_error_handlers(app: FastAPI) -> None:
         structlog.get_logger("aisle.errors").warning("redis_unavailable", error=repr(exc))
         return JSONResponse(
             error_body("SHARED_STATE_UNAVAILABLE", "Redis is not answering; retry shortly"),
-            status_code=503, headers={"Retry-After": "1"},
-        )  # fmt: skip
+            status_code=503,
+            headers={"Retry-After": "1"},
+        )
 
     async def _store_down(_: Request, exc: Exception) -> JSONResponse:
         # Sites, keys and users live in the config store: while it is away (PostgreSQL restarting, a
@@ -283,8 +304,9 @@ def install_error_handlers(app: FastAPI) -> None:
         structlog.get_logger("aisle.errors").warning("config_store_unavailable", error=repr(exc))
         return JSONResponse(
             error_body("CONFIG_STORE_UNAVAILABLE", "The configuration store is not answering; retry shortly"),
-            status_code=503, headers={"Retry-After": "1"},
-        )  # fmt: skip
+            status_code=503,
+            headers={"Retry-After": "1"},
+        )
 
     app.add_exception_handler(sqlalchemy.exc.OperationalError, _store_down)
     app.add_exception_handler(sqlalchemy.exc.InterfaceError, _store_down)

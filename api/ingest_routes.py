@@ -11,7 +11,15 @@ from fastapi import APIRouter, Request, Response
 from pydantic import Field
 
 from api.auth.permissions import ANALYTICS_VIEW
-from api.deps import ClientAddress, CurrentUser, HotStateDep, SettingsDep, StoreDep, load_owned_site, require
+from api.deps import (
+    ClientAddress,
+    ConfigStoreDep,
+    CurrentUser,
+    HotStateDep,
+    SettingsDep,
+    load_owned_site,
+    require,
+)
 from api.errors import BadRequest, Conflict, ServiceUnavailable, error_response
 from api.ingest_body import parse_json, read_body, read_json
 from api.openapi_bodies import documented_body
@@ -41,15 +49,19 @@ from ingest.schemas import (
     TrackOrderIn,
 )
 from ingest.service import Ingest
-from warehouse.catalog import identity_links
+from warehouse.config_store import identity_links
 
 # What every ingestion route may answer besides its own codes, in the one envelope.
 _STORAGE_RESPONSES = {
-    413: error_response(f"The body is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB once inflated (BODY_TOO_LARGE)."),
-    503: error_response("The rows could not be made durable (STORAGE_UNAVAILABLE), or Redis "
-                        "(SHARED_STATE_UNAVAILABLE) or the config store (CONFIG_STORE_UNAVAILABLE) does not "
-                        "answer; nothing was acknowledged: retry after `Retry-After` seconds."),
-}  # fmt: skip
+    413: error_response(
+        f"The body is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB once inflated (BODY_TOO_LARGE)."
+    ),
+    503: error_response(
+        "The rows could not be made durable (STORAGE_UNAVAILABLE), or Redis "
+        "(SHARED_STATE_UNAVAILABLE) or the config store (CONFIG_STORE_UNAVAILABLE) does not "
+        "answer; nothing was acknowledged: retry after `Retry-After` seconds."
+    ),
+}
 public = APIRouter(
     prefix="/public/sites/{siteKey}",
     tags=["public ingestion"],
@@ -105,9 +117,10 @@ async def _durably(awaitable) -> Any:
     except OSError as exc:
         # Nothing was acknowledged, so nothing is lost: the client retries.
         raise ServiceUnavailable(
-            "Could not store the data durably; retry shortly", code="STORAGE_UNAVAILABLE",
+            "Could not store the data durably; retry shortly",
+            code="STORAGE_UNAVAILABLE",
             headers={"Retry-After": "1"},
-        ) from exc  # fmt: skip
+        ) from exc
 
 
 @public.post(
@@ -150,9 +163,10 @@ async def accept_event_batch(request: Request, site_key: str) -> Response:
     # A batch counts against every visitor it names (one, from a browser), else its sender's address.
     sender = request.client.host if request.client else "unknown"
     headers = await throttle_each_async(
-        state.hot, limit=Limit("events-visitor", state.settings.visitor_batches_per_minute, 60),
+        state.hot,
+        limit=Limit("events-visitor", state.settings.visitor_batches_per_minute, 60),
         subjects=[f"{caller.site['id']}:{v}" for v in visitors or [sender]],
-    )  # fmt: skip
+    )
     with headers_on_errors(headers):
         result = await _durably(store())
     return Response(
@@ -198,17 +212,25 @@ DUPLICATE_ORDER_RESPONSE = {
     ),
 )
 async def orders(
-    request: Request, caller: PublicSite, hot: HotStateDep, settings: SettingsDep, address: ClientAddress,
+    request: Request,
+    caller: PublicSite,
+    hot: HotStateDep,
+    settings: SettingsDep,
+    address: ClientAddress,
     response: Response,
-) -> OrderResult:  # fmt: skip
+) -> OrderResult:
     """Stricter order throttle; a repeated `orderId` inside the duplicate window answers 409 and stores nothing.
     Currency: the order's (ISO-4217), else the site's, else EUR."""
     raw = await read_json(request)
     visitor = (
         raw.get("visitorId") if isinstance(raw, dict) and isinstance(raw.get("visitorId"), str) else address
     )
-    headers = throttle(hot, response, limit=Limit("orders-visitor", settings.orders_per_visitor_per_minute, 60),
-                       subject=f"{caller.site['id']}:{visitor}")  # fmt: skip
+    headers = throttle(
+        hot,
+        response,
+        limit=Limit("orders-visitor", settings.orders_per_visitor_per_minute, 60),
+        subject=f"{caller.site['id']}:{visitor}",
+    )
     with headers_on_errors(headers):
         return await _accept_order(request, raw, _context(caller, sent_at=None))
 
@@ -221,12 +243,20 @@ async def orders(
     ),
 )
 async def metrics(
-    request: Request, caller: PublicSite, hot: HotStateDep, settings: SettingsDep, address: ClientAddress,
+    request: Request,
+    caller: PublicSite,
+    hot: HotStateDep,
+    settings: SettingsDep,
+    address: ClientAddress,
     response: Response,
-) -> BatchResult:  # fmt: skip
+) -> BatchResult:
     batch = MetricsBatchIn.model_validate(await read_json(request))
-    headers = throttle(hot, response, limit=Limit("metrics-visitor", settings.visitor_batches_per_minute, 60),
-                       subject=f"{caller.site['id']}:{_visitor_of(batch.metrics, address)}")  # fmt: skip
+    headers = throttle(
+        hot,
+        response,
+        limit=Limit("metrics-visitor", settings.visitor_batches_per_minute, 60),
+        subject=f"{caller.site['id']}:{_visitor_of(batch.metrics, address)}",
+    )
     with headers_on_errors(headers):
         return await _durably(
             _ingest(request).accept_metrics(batch.metrics, _context(caller, sent_at=batch.sent_at))
@@ -271,16 +301,24 @@ class IdentifyOut(CamelModel):
     openapi_extra=documented_body(IdentifyIn, "The visitor and the user id it belongs to."),
 )
 async def identify(
-    request: Request, caller: PublicSite, hot: HotStateDep, settings: SettingsDep, store: StoreDep,
+    request: Request,
+    caller: PublicSite,
+    hot: HotStateDep,
+    settings: SettingsDep,
+    store: ConfigStoreDep,
     response: Response,
-) -> IdentifyOut:  # fmt: skip
+) -> IdentifyOut:
     """Link the visitor to a user id. `merged` is true when the visitor's history now counts for that
     user: the link is new and the visitor was linked to no other user before (analytics count a
     visitor as its first user). Also stored as an `identify` event."""
     # Read like the other ingestion bodies: the same size limit, content types (sendBeacon) and codes.
     body = IdentifyIn.model_validate(await read_json(request))
-    headers = throttle(hot, response, limit=Limit("events-visitor", settings.visitor_batches_per_minute, 60),
-                       subject=f"{caller.site['id']}:{body.visitor_id}")  # fmt: skip
+    headers = throttle(
+        hot,
+        response,
+        limit=Limit("events-visitor", settings.visitor_batches_per_minute, 60),
+        subject=f"{caller.site['id']}:{body.visitor_id}",
+    )
     with headers_on_errors(headers):
         return await _identified(request, caller, store, body)
 
@@ -290,8 +328,14 @@ async def _identified(request: Request, caller, store, body: IdentifyIn) -> Iden
     metadata = dict(body.metadata)
     if "traits" in body.model_fields_set or not metadata:
         metadata["traits"] = body.traits
-    event = {"name": "identify", "visitorId": body.visitor_id, "userId": body.user_id, "sessionId": session,
-             "metadata": metadata, "eventId": body.event_id}  # fmt: skip
+    event = {
+        "name": "identify",
+        "visitorId": body.visitor_id,
+        "userId": body.user_id,
+        "sessionId": session,
+        "metadata": metadata,
+        "eventId": body.event_id,
+    }
     result = await _durably(_ingest(request).accept_events([event], _context(caller, sent_at=None)))
     if result.rejected:
         raise BadRequest(result.rejected[0].reason, code=result.rejected[0].code)
@@ -344,7 +388,7 @@ class TrackOneDoc(EventIn):
         name="TrackOne",
     ),
 )
-async def track(request: Request, store: StoreDep, principal: CurrentUser) -> BatchResult:
+async def track(request: Request, store: ConfigStoreDep, principal: CurrentUser) -> BatchResult:
     site, event = await _owned_site_and_body(request, store, principal, what="event")
     if "event" in event and len(event) == 1:  # the nested form
         event = event["event"]
@@ -359,7 +403,7 @@ async def track(request: Request, store: StoreDep, principal: CurrentUser) -> Ba
         TrackEventBatch, "Like the public events batch, plus `siteId`; for imports and backfills."
     ),
 )
-async def track_batch(request: Request, store: StoreDep, principal: CurrentUser) -> BatchResult:
+async def track_batch(request: Request, store: ConfigStoreDep, principal: CurrentUser) -> BatchResult:
     batch = TrackBatchIn.model_validate(await read_json(request))
     site = await off_loop(store, load_owned_site, store, principal, batch.site_id)
     return await _durably(
@@ -375,6 +419,6 @@ async def track_batch(request: Request, store: StoreDep, principal: CurrentUser)
     dependencies=[require(ANALYTICS_VIEW)],
     openapi_extra=documented_body(TrackOrderIn, "One order plus `siteId`; historical timestamps accepted."),
 )
-async def track_order(request: Request, store: StoreDep, principal: CurrentUser) -> OrderResult:
+async def track_order(request: Request, store: ConfigStoreDep, principal: CurrentUser) -> OrderResult:
     site, order = await _owned_site_and_body(request, store, principal, what="order")
     return await _accept_order(request, order, _private_context(site, sent_at=None))

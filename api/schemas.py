@@ -81,12 +81,10 @@ def _report_time_schema(format: str) -> WithJsonSchema:
     )
 
 
-IsoDate = Annotated[
-    date, _iso_not_a_number("date such as 2026-01-31"), _report_time_schema("date")
-]  # fmt: skip
+IsoDate = Annotated[date, _iso_not_a_number("date such as 2026-01-31"), _report_time_schema("date")]
 IsoDateTime = Annotated[
     datetime, _iso_not_a_number("timestamp such as 2026-01-31T09:30:00Z"), _report_time_schema("date-time")
-]  # fmt: skip
+]
 
 
 # --- what the schema says of values the routes check with codes of their own ------------------------

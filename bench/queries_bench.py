@@ -56,8 +56,8 @@ from queries.products import ProductRange, product_associations, top_sales  # no
 from queries.revenue import ReportRange, revenue_overview  # noqa: E402
 from queries.search_analytics import top_products, top_queries, zero_result_queries  # noqa: E402
 from warehouse import visitor_activity  # noqa: E402
-from warehouse.catalog.product_identity import product_id_for  # noqa: E402
 from warehouse.compaction import compact_table  # noqa: E402
+from warehouse.config_store.product_identity import product_id_for  # noqa: E402
 from warehouse.engine import Engine  # noqa: E402
 from warehouse.lake import EVENTS, EVENTS_SCHEMA, MONEY, ORDER_ITEM, ORDERS, ORDERS_SCHEMA, Lake  # noqa: E402
 

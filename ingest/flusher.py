@@ -152,12 +152,14 @@ class Flusher:
         shared_columns = [
             self._wire_schema.field(name) for name in SHARED_EVENT_COLUMNS if name in self._wire_schema.names
         ]
-        self._batch_schema = pa.schema([
-            ("h", pa.struct(shared_columns)),
-            ("s", pa.struct(rows)),
-            ("c", pa.struct([(f.name, pa.list_(f.type)) for f in rows])),
-            ("r", pa.list_(pa.struct(rows))),
-        ])  # fmt: skip
+        self._batch_schema = pa.schema(
+            [
+                ("h", pa.struct(shared_columns)),
+                ("s", pa.struct(rows)),
+                ("c", pa.struct([(f.name, pa.list_(f.type)) for f in rows])),
+                ("r", pa.list_(pa.struct(rows))),
+            ]
+        )
         self.lock = FlushLock(source.directory / "flush.lock")
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -229,10 +231,12 @@ class Flusher:
         if missing == lines.num_rows:
             return self._flatten(lines, "r")
         columnar = pc.is_valid(lines["c"])
-        return pa.concat_tables([
-            self._flatten(lines.filter(columnar), "c"),
-            self._flatten(lines.filter(pc.invert(columnar)), "r"),
-        ])  # fmt: skip
+        return pa.concat_tables(
+            [
+                self._flatten(lines.filter(columnar), "c"),
+                self._flatten(lines.filter(pc.invert(columnar)), "r"),
+            ]
+        )
 
     def _flatten(self, lines: pa.Table, layout: str) -> pa.Table:
         """Batch lines to rows: ``c`` lines hold a list per column (or one value in ``s``), older

@@ -80,8 +80,13 @@ class ImportSummary:
 
 def detect_format(path: Path) -> str:
     name = path.name.lower().removesuffix(".gz")
-    for suffix, fmt in ((".csv", "csv"), (".jsonl", "jsonl"), (".ndjson", "jsonl"), (".json", "jsonl"),
-                        (".parquet", "parquet")):  # fmt: skip
+    for suffix, fmt in (
+        (".csv", "csv"),
+        (".jsonl", "jsonl"),
+        (".ndjson", "jsonl"),
+        (".json", "jsonl"),
+        (".parquet", "parquet"),
+    ):
         if name.endswith(suffix):
             return fmt
     raise ValueError(f"cannot tell the format of {path.name}; pass --format csv, jsonl or parquet")
@@ -300,7 +305,7 @@ def online_retail_orders(rows: Iterator[tuple[int, dict]]) -> Iterator[tuple[int
                         "name": row.get("Description", "").strip() or None,
                     }
                     for (_, row), q, p in zip(lines, quantities, prices, strict=True)
-                ],  # fmt: skip
+                ],
             },
         )
 
@@ -369,9 +374,12 @@ def import_file(
         items = itertools.chain([first] if first else [], rows)
     summary = ImportSummary(kind=kind)
     ctx = Context(
-        site_id=site["id"], site_currency=site["currency"], received_at=datetime.now(UTC), channel="import",
+        site_id=site["id"],
+        site_currency=site["currency"],
+        received_at=datetime.now(UTC),
+        channel="import",
         historical=True,
-    )  # fmt: skip
+    )
     batch: list[Any] = []
     numbers: list[int] = []
 

@@ -168,10 +168,28 @@ EventColumns = dict[str, list[Any]]
 
 # The per-event columns of the durable log, in order.
 EVENT_LOG_COLUMNS = (
-    "event_id", "name", "ts", "visitor_id", "session_id", "journey_id", "user_id", "entity_type", "entity_id",
-    "url", "referrer", "metadata", "product_item_code", "category_path", "currency", "value",
-    "consent_necessary", "consent_analytics", "consent_marketing", "consent_preferences", "date",
-)  # fmt: skip
+    "event_id",
+    "name",
+    "ts",
+    "visitor_id",
+    "session_id",
+    "journey_id",
+    "user_id",
+    "entity_type",
+    "entity_id",
+    "url",
+    "referrer",
+    "metadata",
+    "product_item_code",
+    "category_path",
+    "currency",
+    "value",
+    "consent_necessary",
+    "consent_analytics",
+    "consent_marketing",
+    "consent_preferences",
+    "date",
+)
 
 
 def _screen(raws: list[Any]) -> dict[int, Rejected]:
@@ -331,8 +349,13 @@ def _utc_date(us: int) -> str:
 
 
 # The ids of an event that must be exact text (see ingest.schemas.exact_id), wire name: attribute.
-_IDS = {"eventId": "event_id", "visitorId": "visitor_id", "sessionId": "session_id",
-        "journeyId": "journey_id", "userId": "user_id"}  # fmt: skip
+_IDS = {
+    "eventId": "event_id",
+    "visitorId": "visitor_id",
+    "sessionId": "session_id",
+    "journeyId": "journey_id",
+    "userId": "user_id",
+}
 
 
 class _BatchContext:

@@ -32,8 +32,8 @@ from sqlalchemy import Engine
 
 from ingest import json_text
 from ingest.currency import normalise_currency
-from warehouse.catalog import products
-from warehouse.catalog.products import FeedProduct
+from warehouse.config_store import products
+from warehouse.config_store.products import FeedProduct
 
 FORMATS = ("csv", "json", "jsonl")
 MAX_EXAMPLES = 100
@@ -303,10 +303,17 @@ def import_feed(
         )
         summary.accepted = len(rows)
         record = products.record_import(
-            conn, site_id=site["id"], source=source, format=fmt, file_name=file_name,
-            rows_read=summary.rows_read, accepted=summary.accepted, created_products=summary.created,
-            rejections=summary.stored_rejections(), created_by=created_by,
-        )  # fmt: skip
+            conn,
+            site_id=site["id"],
+            source=source,
+            format=fmt,
+            file_name=file_name,
+            rows_read=summary.rows_read,
+            accepted=summary.accepted,
+            created_products=summary.created,
+            rejections=summary.stored_rejections(),
+            created_by=created_by,
+        )
     summary.import_id = record["id"]
     return summary
 

@@ -20,7 +20,7 @@ from ingest.lake_readers import WriterDirectory
 from ingest.service import Ingest, check_can_start, flush_file_log
 from ingest.writer_lease import LakeWriterBusy, WriterLease
 from jobs.scheduler import start_scheduler
-from warehouse.catalog.store import create_store_engine
+from warehouse.config_store.store import create_store_engine
 from warehouse.engine import Engine
 
 log = structlog.get_logger("aisle.flush")

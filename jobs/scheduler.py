@@ -7,14 +7,17 @@ from sqlalchemy.engine import Engine as StoreEngine
 
 from ingest.service import Ingest
 from jobs import compaction
-from warehouse.catalog import sites
+from warehouse.config_store import sites
 from warehouse.engine import Engine
 
 
 def start_scheduler(
-    *, ingest: Ingest, compaction_interval_seconds: float, engine: Engine | None = None,
+    *,
+    ingest: Ingest,
+    compaction_interval_seconds: float,
+    engine: Engine | None = None,
     store: StoreEngine | None = None,
-) -> BackgroundScheduler:  # fmt: skip
+) -> BackgroundScheduler:
     """``store``: the config store, read for the sites' time zones (the monthly rollups need them)."""
 
     def timezones() -> dict[str, str]:

@@ -42,8 +42,18 @@ _INTERRUPT_EVERY_SECONDS = 0.05
 ParameterValue = str | int | float | bool | None | list[str | int | float | bool | None] | date | datetime
 
 
-_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
 
 
 def size_bytes(size: str) -> int:
@@ -400,9 +410,15 @@ def execute(
 
 
 def run_in_this_process(
-    lake: Lake, query: GuardedQuery, *, site_id: str, bound: dict[str, Any], limit: int, timeout_ms: int,
+    lake: Lake,
+    query: GuardedQuery,
+    *,
+    site_id: str,
+    bound: dict[str, Any],
+    limit: int,
+    timeout_ms: int,
     limits: Limits,
-) -> SqlResult:  # fmt: skip
+) -> SqlResult:
     """The query run here, in a worker process (:func:`execute` hands it over)."""
     started = time.perf_counter()
     conn = open_sandbox(lake, site_id=site_id, sandbox=limits, views=query.views)
@@ -467,5 +483,12 @@ def run_sql(
 ) -> SqlResult:
     """Guard ``sql`` (read in ``dialect``) and run it over ``site_id``'s views; see :func:`execute`."""
     query = guard(sql, dialect=dialect)
-    return execute(lake, query, site_id=site_id, parameters=parameters, limit=limit, timeout_ms=timeout_ms,
-                   sandbox=sandbox)  # fmt: skip
+    return execute(
+        lake,
+        query,
+        site_id=site_id,
+        parameters=parameters,
+        limit=limit,
+        timeout_ms=timeout_ms,
+        sandbox=sandbox,
+    )

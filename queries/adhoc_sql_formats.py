@@ -212,10 +212,13 @@ def _textual(table: pa.Table, *, for_csv: bool) -> pa.Table:
             columns.append(pa.array(values, pa.string()))
         elif pa.types.is_interval(kind) or (for_csv and (nested or binary)):
             values = [
-                None if v is None else orjson.dumps(v, default=json_default, option=orjson.OPT_UTC_Z).decode()
-                if nested else json_default(v)
+                None
+                if v is None
+                else orjson.dumps(v, default=json_default, option=orjson.OPT_UTC_Z).decode()
+                if nested
+                else json_default(v)
                 for v in python_values(column)
-            ]  # fmt: skip
+            ]
             columns.append(pa.array(values, pa.string()))
         else:
             columns.append(column)
@@ -265,10 +268,14 @@ def parquet_chunks(result: SqlResult) -> Iterator[bytes]:
 def text_table(result: SqlResult, *, max_width: int = 40) -> str:
     """A plain aligned table for a terminal, with the row count and whether rows were cut."""
     names = [name for name, _ in result.columns]
-    rows = [
-        [_cell(v, max_width) for v in row]
-        for row in zip(*(python_values(c) for c in result.table.columns), strict=True)
-    ] if names else []  # fmt: skip
+    rows = (
+        [
+            [_cell(v, max_width) for v in row]
+            for row in zip(*(python_values(c) for c in result.table.columns), strict=True)
+        ]
+        if names
+        else []
+    )
     widths = [max([len(n), *(len(r[i]) for r in rows)]) for i, n in enumerate(names)]
     line = "+".join("-" * (w + 2) for w in widths)
     out = [

@@ -92,13 +92,44 @@ ALLOWED_FUNCTIONS = _words(
 # Syntax that sqlglot models as functions (casts, CASE, EXTRACT, arrays, structs, maps, JSON arrows,
 # lambdas).
 _ALLOWED_SYNTAX = (
-    "CAST(a AS INT)", "TRY_CAST(a AS INT)", "a::DATE", "CASE WHEN a THEN 1 ELSE 2 END",
-    "CASE a WHEN 1 THEN 2 END", "EXTRACT(year FROM a)", "[1, 2]", "{'a': 1}", "MAP {'a': 1}", "a -> '$.b'",
-    "a ->> '$.b'", "a[1]", "a[1:2]", "a IN (1, 2)", "a BETWEEN 1 AND 2", "a LIKE 'b'", "a ILIKE 'b'", "a SIMILAR TO 'b'",
-    "a IS DISTINCT FROM b", "a AT TIME ZONE 'UTC'", "INTERVAL 1 DAY", "COUNT(*)", "COUNT(DISTINCT a)",
-    "EXISTS (SELECT 1)", "a AND b", "a OR b", "NOT a", "a COLLATE NOCASE", "a && b", "a @> b", "a <@ b",
-    "a || b", "a // b", "a % b", "a ^ b", "a ** b", "a ~ 'b'",
-)  # fmt: skip
+    "CAST(a AS INT)",
+    "TRY_CAST(a AS INT)",
+    "a::DATE",
+    "CASE WHEN a THEN 1 ELSE 2 END",
+    "CASE a WHEN 1 THEN 2 END",
+    "EXTRACT(year FROM a)",
+    "[1, 2]",
+    "{'a': 1}",
+    "MAP {'a': 1}",
+    "a -> '$.b'",
+    "a ->> '$.b'",
+    "a[1]",
+    "a[1:2]",
+    "a IN (1, 2)",
+    "a BETWEEN 1 AND 2",
+    "a LIKE 'b'",
+    "a ILIKE 'b'",
+    "a SIMILAR TO 'b'",
+    "a IS DISTINCT FROM b",
+    "a AT TIME ZONE 'UTC'",
+    "INTERVAL 1 DAY",
+    "COUNT(*)",
+    "COUNT(DISTINCT a)",
+    "EXISTS (SELECT 1)",
+    "a AND b",
+    "a OR b",
+    "NOT a",
+    "a COLLATE NOCASE",
+    "a && b",
+    "a @> b",
+    "a <@ b",
+    "a || b",
+    "a // b",
+    "a % b",
+    "a ^ b",
+    "a ** b",
+    "a ~ 'b'",
+)
 
 # Statement kinds refused wherever they appear (also inside a CTE or a subquery).
 _STATEMENT_NODES = tuple(
@@ -142,7 +173,7 @@ _STATEMENT_NODES = tuple(
         "Into",
         "Declare",
         "SessionParameter",
-    )  # fmt: skip
+    )
     if hasattr(exp, name)
 )
 # The only functions that may stand as a table: RANGE / GENERATE_SERIES and UNNEST.
@@ -196,8 +227,15 @@ class GuardedQuery:
     views: frozenset[str] = frozenset()  # the site views it reads
 
 
-def _refuse(code: str, message: str, *, refused: str, kind: str, node: exp.Expression | None = None,
-            source: str | None = None) -> SqlError:  # fmt: skip
+def _refuse(
+    code: str,
+    message: str,
+    *,
+    refused: str,
+    kind: str,
+    node: exp.Expression | None = None,
+    source: str | None = None,
+) -> SqlError:
     details: dict[str, Any] = {"refused": refused, "kind": kind}
     position = _position_of(node, source) if node is not None else None
     if position:
@@ -343,11 +381,43 @@ def parse_sql(sql: str, *, dialect: str) -> list[exp.Expression]:
 # Statements that write, load or reach outside the query. Written with arguments sqlglot cannot read
 # (EXPORT DATABASE 'dir'), they are still refused as statements, not reported as syntax errors.
 _WRITING_STATEMENTS = frozenset(
-    {"ALTER", "ANALYZE", "ATTACH", "BEGIN", "CALL", "CHECKPOINT", "COMMENT", "COMMIT", "COPY", "CREATE",
-     "DEALLOCATE", "DELETE", "DETACH", "DROP", "EXECUTE", "EXPORT", "FORCE", "GRANT", "IMPORT", "INSERT",
-     "INSTALL", "LOAD", "MERGE", "PRAGMA", "PREPARE", "RESET", "REVOKE", "ROLLBACK", "SET", "TRUNCATE",
-     "UPDATE", "UPSERT", "USE", "VACUUM"}
-)  # fmt: skip
+    {
+        "ALTER",
+        "ANALYZE",
+        "ATTACH",
+        "BEGIN",
+        "CALL",
+        "CHECKPOINT",
+        "COMMENT",
+        "COMMIT",
+        "COPY",
+        "CREATE",
+        "DEALLOCATE",
+        "DELETE",
+        "DETACH",
+        "DROP",
+        "EXECUTE",
+        "EXPORT",
+        "FORCE",
+        "GRANT",
+        "IMPORT",
+        "INSERT",
+        "INSTALL",
+        "LOAD",
+        "MERGE",
+        "PRAGMA",
+        "PREPARE",
+        "RESET",
+        "REVOKE",
+        "ROLLBACK",
+        "SET",
+        "TRUNCATE",
+        "UPDATE",
+        "UPSERT",
+        "USE",
+        "VACUUM",
+    }
+)
 
 
 def _parse(sql: str, *, dialect: str) -> list[exp.Expression]:
@@ -463,8 +533,11 @@ def _statement_not_allowed(
     error = _refuse(
         "SQL_STATEMENT_NOT_ALLOWED",
         f"{kind} statements are not allowed; only read-only queries ({_STATEMENTS})",
-        refused=kind, kind="statement", node=node, source=source,
-    )  # fmt: skip
+        refused=kind,
+        kind="statement",
+        node=node,
+        source=source,
+    )
     if position:
         error.details["position"] = position
     return error
@@ -527,8 +600,11 @@ def _check_tree(tree: exp.Expression, source: str, *, written: Written | None = 
             raise _refuse(
                 "SQL_STATEMENT_NOT_ALLOWED",
                 f"{kind} is not allowed anywhere in the query; only read-only queries ({_STATEMENTS})",
-                refused=kind, kind="statement", node=node, source=source,
-            )  # fmt: skip
+                refused=kind,
+                kind="statement",
+                node=node,
+                source=source,
+            )
         if isinstance(node, exp.Table):
             _check_table(node, source)
         elif isinstance(node, exp.Pivot):
@@ -550,8 +626,11 @@ def _check_tree(tree: exp.Expression, source: str, *, written: Written | None = 
                 raise _refuse(
                     "SQL_TABLE_FUNCTION_NOT_ALLOWED",
                     f"Table function '{name}' is not allowed; read from the views: {', '.join(VIEWS)}",
-                    refused=name, kind="table_function", node=node, source=source,
-                )  # fmt: skip
+                    refused=name,
+                    kind="table_function",
+                    node=node,
+                    source=source,
+                )
             allowed = (
                 str(node.name).lower() in ALLOWED_FUNCTIONS
                 if isinstance(node, exp.Anonymous)
@@ -562,8 +641,11 @@ def _check_tree(tree: exp.Expression, source: str, *, written: Written | None = 
                 raise _refuse(
                     "SQL_FUNCTION_NOT_ALLOWED",
                     f"Function '{name}' is not allowed; docs/sql.md lists the functions you can use",
-                    refused=name, kind="function", node=node, source=source,
-                )  # fmt: skip
+                    refused=name,
+                    kind="function",
+                    node=node,
+                    source=source,
+                )
         elif isinstance(node, exp.Column):
             _check_bare_name(node, source)
         elif isinstance(node, (exp.Placeholder, exp.Parameter)):
@@ -617,8 +699,11 @@ def _check_bare_name(column: exp.Column, source: str) -> None:
         "SQL_FUNCTION_NOT_ALLOWED",
         f"Function '{name}' is not allowed (DuckDB reads a bare {name} as a call of {function}); docs/sql.md "
         f'lists the functions you can use. For a column of that name, qualify it with its table: t."{name}"',
-        refused=name, kind="function", node=column, source=source,
-    )  # fmt: skip
+        refused=name,
+        kind="function",
+        node=column,
+        source=source,
+    )
 
 
 def _is_a_variable(column: exp.Column) -> bool:
@@ -659,15 +744,21 @@ def _check_table(table: exp.Table, source: str) -> None:
         raise _refuse(
             "SQL_TABLE_NOT_ALLOWED",
             f"'{qualified}' is not available: query the views by their plain names ({', '.join(VIEWS)})",
-            refused=qualified, kind="table", node=table, source=source,
-        )  # fmt: skip
+            refused=qualified,
+            kind="table",
+            node=table,
+            source=source,
+        )
     if name in VIEWS or name in _visible_ctes(table):
         return
     raise _refuse(
         "SQL_TABLE_NOT_ALLOWED",
         f"Table '{table.name}' is not available; the views are {', '.join(VIEWS)} (or a CTE of the query)",
-        refused=table.name, kind="table", node=table, source=source,
-    )  # fmt: skip
+        refused=table.name,
+        kind="table",
+        node=table,
+        source=source,
+    )
 
 
 def _named(node: exp.Expression) -> str | None:
@@ -706,9 +797,13 @@ def _guard(sql: str, *, dialect: str | None = None) -> GuardedQuery:
     original = _single_statement(_parse(sql, dialect=dialect), sql, dialect=dialect)
     if isinstance(original, exp.Select) and original.args.get("into"):
         raise _refuse(
-            "SQL_STATEMENT_NOT_ALLOWED", "SELECT ... INTO creates a table and is not allowed",
-            refused="INTO", kind="statement", node=original.args["into"], source=sql,
-        )  # fmt: skip
+            "SQL_STATEMENT_NOT_ALLOWED",
+            "SELECT ... INTO creates a table and is not allowed",
+            refused="INTO",
+            kind="statement",
+            node=original.args["into"],
+            source=sql,
+        )
     if dialect == "duckdb":
         _check_tree(original, sql)
     duckdb_sql = _translate(original, dialect=dialect)

@@ -80,9 +80,14 @@ def _serve(conn: Connection, limits: Limits) -> None:
             return
         try:
             result = run_in_this_process(
-                Lake(Path(job.lake_root)), job.query, site_id=job.site_id, bound=job.bound, limit=job.limit,
-                timeout_ms=job.timeout_ms, limits=limits,
-            )  # fmt: skip
+                Lake(Path(job.lake_root)),
+                job.query,
+                site_id=job.site_id,
+                bound=job.bound,
+                limit=job.limit,
+                timeout_ms=job.timeout_ms,
+                limits=limits,
+            )
         except SqlError as error:
             conn.send(("error", error.code, error.message, error.details))
             continue

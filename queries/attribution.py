@@ -165,7 +165,15 @@ def _find_conversion(engine: Engine, *, site_ids: list[str], event_id: str) -> _
                 {"site_ids": [event["site_id"]], "order_id": event["order_ref"]},
             )
             order = next(iter(found.to_pylist()), None)
-        return _Conversion("event", event["site_id"], event["event_id"], event["name"], event["person_id"], event["ts"], order)  # fmt: skip
+        return _Conversion(
+            "event",
+            event["site_id"],
+            event["event_id"],
+            event["name"],
+            event["person_id"],
+            event["ts"],
+            order,
+        )
     order = _one(
         library.run(
             engine, "attribution_conversion_order", {"site_ids": site_ids, "order_id": event_id}
@@ -173,7 +181,9 @@ def _find_conversion(engine: Engine, *, site_ids: list[str], event_id: str) -> _
     )
     if order is None:
         return None
-    return _Conversion("order", order["site_id"], order["order_id"], "purchase", order["person_id"], order["ts"], order)  # fmt: skip
+    return _Conversion(
+        "order", order["site_id"], order["order_id"], "purchase", order["person_id"], order["ts"], order
+    )
 
 
 def event_attribution(
@@ -193,21 +203,31 @@ def event_attribution(
         engine,
         "attribution_person_touchpoints",
         {
-            "site_id": conversion.site_id, "person_id": conversion.person_id, "touch_start": start,
-            "conversion_at": at, "scan_start": start.date(), "scan_end": at.date(),
-            "touch_names": list(TOUCH_NAMES), "click_names": list(CLICK_NAMES), "entity_types": list(ENTITY_TYPES),
+            "site_id": conversion.site_id,
+            "person_id": conversion.person_id,
+            "touch_start": start,
+            "conversion_at": at,
+            "scan_start": start.date(),
+            "scan_end": at.date(),
+            "touch_names": list(TOUCH_NAMES),
+            "click_names": list(CLICK_NAMES),
+            "entity_types": list(ENTITY_TYPES),
         },
-    ).to_pylist()  # fmt: skip
+    ).to_pylist()
     credits = model_credits([r["ts"] for r in rows], at)
     order = conversion.order
     touchpoints = [
         TouchpointCredit(
-            event_id=r["event_id"], name=r["name"], kind="click" if r["is_click"] else "impression",
-            entity_type=r["entity_type"], entity_id=r["entity_id"], at=r["ts"],
+            event_id=r["event_id"],
+            name=r["name"],
+            kind="click" if r["is_click"] else "impression",
+            entity_type=r["entity_type"],
+            entity_id=r["entity_id"],
+            at=r["ts"],
             credits={model: round(credits[model][i], 6) for model in MODELS},
         )
         for i, r in enumerate(rows)
-    ]  # fmt: skip
+    ]
     models = []
     for model in MODELS:
         per_entity: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -215,11 +235,16 @@ def event_attribution(
             per_entity[r["entity_type"], r["entity_id"]].append(credit)
         entities = [
             EntityCredit(
-                entity_type=entity_type, entity_id=entity_id, touchpoints=len(parts), credit=round(sum(parts), 6),
-                revenue=None if order is None else format_amount(sum(share(c, order["total"]) for c in parts), order["currency"]),
+                entity_type=entity_type,
+                entity_id=entity_id,
+                touchpoints=len(parts),
+                credit=round(sum(parts), 6),
+                revenue=None
+                if order is None
+                else format_amount(sum(share(c, order["total"]) for c in parts), order["currency"]),
             )
             for (entity_type, entity_id), parts in per_entity.items()
-        ]  # fmt: skip
+        ]
         entities.sort(key=lambda e: (-e.credit, e.entity_type, e.entity_id))
         models.append(ModelAttribution(model=model, entities=entities))
     clicks = sum(1 for r in rows if r["is_click"])
@@ -370,13 +395,21 @@ def entity_revenue(
     counts = touchpoint_counts(engine, report, entity_type=entity_type, entity_id=entity_id)
     count = counts[0] if counts else {"impressions": 0, "clicks": 0, "people": 0}
     return EntityRevenue(
-        site_id=report.site_id, entity_type=entity_type, entity_id=entity_id, start_date=report.start_date,
-        end_date=report.end_date, timezone=report.timezone, lookback_days=lookback_days,
-        half_life_days=HALF_LIFE / timedelta(days=1), impressions=count["impressions"], clicks=count["clicks"],
-        ctr=_ctr(count["clicks"], count["impressions"]), people=count["people"],
+        site_id=report.site_id,
+        entity_type=entity_type,
+        entity_id=entity_id,
+        start_date=report.start_date,
+        end_date=report.end_date,
+        timezone=report.timezone,
+        lookback_days=lookback_days,
+        half_life_days=HALF_LIFE / timedelta(days=1),
+        impressions=count["impressions"],
+        clicks=count["clicks"],
+        ctr=_ctr(count["clicks"], count["impressions"]),
+        people=count["people"],
         assisted_conversions=sum(r["touched_conversions"] for r in rows),
         models=[_model_revenue(rows, model, site_currency) for model in MODELS],
-    )  # fmt: skip
+    )
 
 
 # --- recommendations breakdown ---------------------------------------------------------------------
@@ -443,22 +476,37 @@ def recommendations_breakdown(
         revenue = _model_revenue(credited.get(rec_id, []), model, site_currency)
         rows.append(
             RecommendationRow(
-                recommendation_id=rec_id, impressions=count["impressions"], clicks=count["clicks"],
-                ctr=_ctr(count["clicks"], count["impressions"]), people=count["people"],
+                recommendation_id=rec_id,
+                impressions=count["impressions"],
+                clicks=count["clicks"],
+                ctr=_ctr(count["clicks"], count["impressions"]),
+                people=count["people"],
                 assisted_conversions=sum(r["touched_conversions"] for r in credited.get(rec_id, [])),
-                attributed_conversions=revenue.conversions, revenue_by_currency=revenue.revenue_by_currency,
+                attributed_conversions=revenue.conversions,
+                revenue_by_currency=revenue.revenue_by_currency,
                 total_revenue=revenue.total_revenue,
             )
-        )  # fmt: skip
+        )
     rows.sort(key=lambda r: (-r.clicks, -r.impressions, r.recommendation_id))
     overall = _model_revenue([r for rs in credited.values() for r in rs], model, site_currency)
     impressions = sum(c["impressions"] for c in counts.values())
     clicks = sum(c["clicks"] for c in counts.values())
     return RecommendationsBreakdown(
-        site_id=report.site_id, start_date=report.start_date, end_date=report.end_date, timezone=report.timezone,
-        model=model, lookback_days=lookback_days, half_life_days=HALF_LIFE / timedelta(days=1), total=len(rows),
-        limit=limit, offset=offset, impressions=impressions, clicks=clicks, ctr=_ctr(clicks, impressions),
-        attributed_conversions=overall.conversions, revenue_by_currency=overall.revenue_by_currency,
+        site_id=report.site_id,
+        start_date=report.start_date,
+        end_date=report.end_date,
+        timezone=report.timezone,
+        model=model,
+        lookback_days=lookback_days,
+        half_life_days=HALF_LIFE / timedelta(days=1),
+        total=len(rows),
+        limit=limit,
+        offset=offset,
+        impressions=impressions,
+        clicks=clicks,
+        ctr=_ctr(clicks, impressions),
+        attributed_conversions=overall.conversions,
+        revenue_by_currency=overall.revenue_by_currency,
         total_revenue=overall.total_revenue,
         recommendations=rows[offset : offset + limit],
-    )  # fmt: skip
+    )

@@ -204,9 +204,12 @@ class CategoryQuery(LocalDays):
 
     def scope(self) -> CategoryScope:
         return CategoryScope(
-            site_id=self.site_id, category_path=self.category_path, start_date=self.start_date,
-            end_date=self.end_date, timezone=self.timezone,
-        )  # fmt: skip
+            site_id=self.site_id,
+            category_path=self.category_path,
+            start_date=self.start_date,
+            end_date=self.end_date,
+            timezone=self.timezone,
+        )
 
 
 # --- small pure helpers ------------------------------------------------------------------------------
@@ -219,9 +222,11 @@ def rate(part: int, whole: int) -> float:
 def currency_revenue(currency: str, revenue: Decimal, orders: int) -> CurrencyRevenue:
     """One currency's sales: the amount and the average per order, both in that currency's minor units."""
     return CurrencyRevenue(
-        currency=currency, revenue=format_amount(revenue, currency), orders=orders,
+        currency=currency,
+        revenue=format_amount(revenue, currency),
+        orders=orders,
         avg_order_value=per_unit(revenue, orders, currency),
-    )  # fmt: skip
+    )
 
 
 def _revenue_rows(rows: list[dict[str, Any]]) -> list[CurrencyRevenue]:
@@ -234,11 +239,16 @@ def _total(rows: list[dict[str, Any]], query: CategoryQuery) -> MoneyTotal:
 
 def _node_metrics(row: dict[str, Any]) -> dict[str, Any]:
     return {
-        "category_views": row["category_views"], "viewers": row["viewers"], "filter_uses": row["filter_uses"],
-        "product_views": row["product_views"], "add_to_carts": row["add_to_carts"], "orders": row["orders"],
-        "units_sold": int(row["units_sold"]), "buyers": row["buyers"],
+        "category_views": row["category_views"],
+        "viewers": row["viewers"],
+        "filter_uses": row["filter_uses"],
+        "product_views": row["product_views"],
+        "add_to_carts": row["add_to_carts"],
+        "orders": row["orders"],
+        "units_sold": int(row["units_sold"]),
+        "buyers": row["buyers"],
         "revenue_by_currency": _revenue_rows(row["revenue"]),
-    }  # fmt: skip
+    }
 
 
 def _top_category(row: dict[str, Any]) -> TopCategory:
@@ -249,9 +259,16 @@ def _top_category(row: dict[str, Any]) -> TopCategory:
 
 
 _NO_ACTIVITY = NodeMetrics(
-    category_views=0, viewers=0, filter_uses=0, product_views=0, add_to_carts=0, orders=0, units_sold=0,
-    buyers=0, revenue_by_currency=[],
-)  # fmt: skip
+    category_views=0,
+    viewers=0,
+    filter_uses=0,
+    product_views=0,
+    add_to_carts=0,
+    orders=0,
+    units_sold=0,
+    buyers=0,
+    revenue_by_currency=[],
+)
 
 
 # --- running on one cursor ---------------------------------------------------------------------------
@@ -300,7 +317,7 @@ def category_overview(engine: Engine, query: CategoryQuery, *, top: int = 5) -> 
             categories=totals["categories"],
             orders=totals["orders"],
             units_sold=int(totals["units_sold"]),
-        ),  # fmt: skip
+        ),
         revenue_by_currency=_revenue_rows(revenue),
         revenue=_total(revenue, query),
         top_categories=[_top_category(r) for r in nodes[:top]],
@@ -327,7 +344,7 @@ def category_conversion(engine: Engine, query: CategoryQuery) -> CategoryConvers
             units_sold=int(totals["units_sold"]),
             revenue_by_currency=_revenue_rows(revenue),
             revenue=_total(revenue, query),
-        ),  # fmt: skip
+        ),
     )
 
 
@@ -349,11 +366,13 @@ def category_tree(engine: Engine, query: CategoryQuery) -> CategoryTree:
     for path in sorted(total, key=lambda p: p.split(SEPARATOR)):
         nodes.append(
             CategoryNode(
-                category_path=path, parent_path=parent_of(path), depth=path.count(SEPARATOR) + 1,
+                category_path=path,
+                parent_path=parent_of(path),
+                depth=path.count(SEPARATOR) + 1,
                 own=NodeMetrics(**_node_metrics(own[path])) if path in own else _NO_ACTIVITY,
                 total=NodeMetrics(**_node_metrics(total[path])),
             )
-        )  # fmt: skip
+        )
     return CategoryTree(scope=query.scope(), categories=nodes)
 
 
@@ -369,13 +388,21 @@ def category_products(engine: Engine, query: CategoryQuery, *, limit: int) -> Ca
     for r in rows:
         products.append(
             CategoryProduct(
-                product_id=r["product_id"], product_item_code=r["code"], name=r["product_name"], views=r["views"],
-                viewers=r["viewers"], clicks=r["clicks"], add_to_carts=r["add_to_carts"], orders=r["orders"],
-                units_sold=int(r["units_sold"]), buyers=r["buyers"], viewers_who_bought=r["viewers_who_bought"],
+                product_id=r["product_id"],
+                product_item_code=r["code"],
+                name=r["product_name"],
+                views=r["views"],
+                viewers=r["viewers"],
+                clicks=r["clicks"],
+                add_to_carts=r["add_to_carts"],
+                orders=r["orders"],
+                units_sold=int(r["units_sold"]),
+                buyers=r["buyers"],
+                viewers_who_bought=r["viewers_who_bought"],
                 view_to_purchase_rate=rate(r["viewers_who_bought"], r["viewers"]),
                 revenue_by_currency=_revenue_rows(r["revenue"]),
             )
-        )  # fmt: skip
+        )
     return CategoryProducts(scope=query.scope(), products=products)
 
 
@@ -398,11 +425,15 @@ def category_trends(engine: Engine, query: CategoryQuery) -> CategoryTrends:
         day_sales = sales.get(day, [])
         days.append(
             TrendDay(
-                date=day, category_views=a["category_views"], viewers=a["viewers"],
-                product_views=a["product_views"], add_to_carts=a["add_to_carts"],
-                orders=sum(s["orders"] for s in day_sales), revenue_by_currency=_revenue_rows(day_sales),
+                date=day,
+                category_views=a["category_views"],
+                viewers=a["viewers"],
+                product_views=a["product_views"],
+                add_to_carts=a["add_to_carts"],
+                orders=sum(s["orders"] for s in day_sales),
+                revenue_by_currency=_revenue_rows(day_sales),
             )
-        )  # fmt: skip
+        )
         day += timedelta(days=1)
     return CategoryTrends(scope=query.scope(), days=days)
 
@@ -423,7 +454,7 @@ def category_filters(engine: Engine, query: CategoryQuery, *, limit: int) -> Cat
                 categories=r["categories"],
             )
             for r in rows
-        ],  # fmt: skip
+        ],
     )
 
 
@@ -437,9 +468,13 @@ def category_paths(engine: Engine, query: CategoryQuery, *, limit: int) -> Categ
         scope=query.scope(),
         transitions=[
             CategoryTransition(
-                from_path=r["from_path"], to_path=r["to_path"], transitions=r["transitions"],
-                sessions=r["sessions"], people=r["people"], share=rate(r["transitions"], int(r["leaving"])),
+                from_path=r["from_path"],
+                to_path=r["to_path"],
+                transitions=r["transitions"],
+                sessions=r["sessions"],
+                people=r["people"],
+                share=rate(r["transitions"], int(r["leaving"])),
             )
             for r in rows
         ],
-    )  # fmt: skip
+    )

@@ -44,10 +44,14 @@ class CohortQuery:
 
     def filters(self) -> dict[str, Any]:
         return {
-            "cohortType": self.cohort_type, "intervalType": self.interval, "startDate": self.start_date.isoformat(),
-            "endDate": self.end_date.isoformat(), "periodCount": self.period_count, "returnEvent": self.return_event,
+            "cohortType": self.cohort_type,
+            "intervalType": self.interval,
+            "startDate": self.start_date.isoformat(),
+            "endDate": self.end_date.isoformat(),
+            "periodCount": self.period_count,
+            "returnEvent": self.return_event,
             "retentionMode": self.retention_mode,
-        }  # fmt: skip
+        }
 
 
 def bucket_start(moment: date, interval: Interval) -> date:
@@ -129,9 +133,10 @@ def _day_periods(month: date, first_bucket: date, interval: Interval, width: int
     for offset in range(days):
         day = month + timedelta(days=offset)
         periods.append(
-            -1 if day < first_bucket
+            -1
+            if day < first_bucket
             else min(_periods_between(first_bucket, bucket_start(day, interval), interval), width)
-        )  # fmt: skip
+        )
     return np.array(periods)
 
 
@@ -156,16 +161,20 @@ def _rollup_words(
     return words[0], words[1]
 
 
-def _merged(raw: pa.Table, rollup: pa.Table, early: np.ndarray, late: np.ndarray, *, start_us: int,
-            end_us: int) -> pa.Table:  # fmt: skip
+def _merged(
+    raw: pa.Table, rollup: pa.Table, early: np.ndarray, late: np.ndarray, *, start_us: int, end_us: int
+) -> pa.Table:
     """Everyone of the events scan and of the rollups, one row per person (first qualifying time the
     earlier, period masks together), kept when that first time is in [start_us, end_us)."""
     keys = np.concatenate([raw["person_key"].to_numpy(), rollup["person_key"].to_numpy()])
     if not len(keys):
         return raw.slice(0, 0)
-    firsts = np.concatenate([
-        pc.fill_null(raw["first_us"], NEVER_US).to_numpy(), pc.fill_null(rollup["first_us"], NEVER_US).to_numpy(),
-    ])  # fmt: skip
+    firsts = np.concatenate(
+        [
+            pc.fill_null(raw["first_us"], NEVER_US).to_numpy(),
+            pc.fill_null(rollup["first_us"], NEVER_US).to_numpy(),
+        ]
+    )
     earlies = np.concatenate([raw["early"].to_numpy().astype(np.uint64), early])
     lates = np.concatenate([raw["late"].to_numpy().astype(np.uint64), late])
     order = np.argsort(keys)
@@ -173,11 +182,14 @@ def _merged(raw: pa.Table, rollup: pa.Table, early: np.ndarray, late: np.ndarray
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     first = np.minimum.reduceat(firsts[order], starts)
     keep = (first >= start_us) & (first < end_us)
-    return pa.table({
-        "person_key": keys[starts][keep], "first_us": first[keep],
-        "early": np.bitwise_or.reduceat(earlies[order], starts)[keep],
-        "late": np.bitwise_or.reduceat(lates[order], starts)[keep],
-    })  # fmt: skip
+    return pa.table(
+        {
+            "person_key": keys[starts][keep],
+            "first_us": first[keep],
+            "early": np.bitwise_or.reduceat(earlies[order], starts)[keep],
+            "late": np.bitwise_or.reduceat(lates[order], starts)[keep],
+        }
+    )
 
 
 def cohort_counts(
@@ -270,17 +282,26 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
     )
     periods = _periods_between(first_bucket, bucket_start(query.end_date, query.interval), query.interval) + 1
     params = {
-        "site_id": query.site_id, "scan_end": scan_end, "cohort_type": query.cohort_type,
+        "site_id": query.site_id,
+        "scan_end": scan_end,
+        "cohort_type": query.cohort_type,
         "range_start_us": int(range_start.timestamp()) * 1_000_000,
-        "range_end_us": int(range_end.timestamp()) * 1_000_000, "return_event": query.return_event,
-        "bounds": bounds, "nominal_us": NOMINAL_US[query.interval],
+        "range_end_us": int(range_end.timestamp()) * 1_000_000,
+        "return_event": query.return_event,
+        "bounds": bounds,
+        "nominal_us": NOMINAL_US[query.interval],
         "even": all(b - a == NOMINAL_US[query.interval] for a, b in zip(bounds, bounds[1:], strict=False)),
-    }  # fmt: skip
+    }
     # Whole local months rolled up beforehand (by the compaction job) stand for their events, when
     # the rollups are current and end by the scan's end: the scan leaves those months out.
-    rolled = _longest_run(visitor_activity.current(
-        engine.lake, query.site_id, query.timezone, until=datetime.combine(scan_end + timedelta(days=1), time.min, UTC)
-    ))  # fmt: skip
+    rolled = _longest_run(
+        visitor_activity.current(
+            engine.lake,
+            query.site_id,
+            query.timezone,
+            until=datetime.combine(scan_end + timedelta(days=1), time.min, UTC),
+        )
+    )
     params.update(_rolled_params(rolled, query.timezone))
     # one scan per 128 periods of activity (one scan unless the report spans more periods)
     width = periods + horizon
@@ -289,16 +310,28 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
         for slab in range(0, width + 1, SLAB)
     ]
     if rolled:
-        rows = library.run(engine, "cohort_rollup_rows", {
-            "files": [str(r.file) for r in rolled], "site_id": query.site_id, "cohort_type": query.cohort_type,
-            "return_event": query.return_event,
-        })  # fmt: skip
+        rows = library.run(
+            engine,
+            "cohort_rollup_rows",
+            {
+                "files": [str(r.file) for r in rolled],
+                "site_id": query.site_id,
+                "cohort_type": query.cohort_type,
+                "return_event": query.return_event,
+            },
+        )
         slabs = [
-            _merged(raw, rows, *_rollup_words(rows, slab=slab, first_bucket=first_bucket, interval=query.interval,
-                                              width=width),
-                    start_us=params["range_start_us"], end_us=params["range_end_us"])
+            _merged(
+                raw,
+                rows,
+                *_rollup_words(
+                    rows, slab=slab, first_bucket=first_bucket, interval=query.interval, width=width
+                ),
+                start_us=params["range_start_us"],
+                end_us=params["range_end_us"],
+            )
             for slab, raw in zip(range(0, width + 1, SLAB), slabs, strict=True)
-        ]  # fmt: skip
+        ]
     counts = cohort_counts(slabs, bounds=bounds, periods=periods, period_count=horizon)
     starts = [add_periods(first_bucket, index, query.interval) for index in range(periods)]
 
@@ -326,19 +359,28 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
                 eligible_total += size
                 active_cells += 1
         rows.append({"cohort": cohort.isoformat(), "size": size, "periods": cells[: query.period_count + 1]})
-        snapshot.append({"cohort": cohort.isoformat(),
-                         "rates": [cell["retentionRate"] for cell in cells[:COMPARISON_PERIODS]]})  # fmt: skip
+        snapshot.append(
+            {
+                "cohort": cohort.isoformat(),
+                "rates": [cell["retentionRate"] for cell in cells[:COMPARISON_PERIODS]],
+            }
+        )
 
     churn = []
     for index, start in enumerate(starts):
         active = int(counts.active[index])
         churned = int(counts.churned[index])
-        churn.append({
-            "period": start.isoformat(), "newUsers": int(counts.size[index]),
-            "returningUsers": int(counts.returning[index]), "churnedUsers": churned,
-            "churnRate": _rate(churned, int(counts.active[index - 1])) if index else 0.0, "activeUsers": active,
-            "isActivePeriod": start <= today,
-        })  # fmt: skip
+        churn.append(
+            {
+                "period": start.isoformat(),
+                "newUsers": int(counts.size[index]),
+                "returningUsers": int(counts.returning[index]),
+                "churnedUsers": churned,
+                "churnRate": _rate(churned, int(counts.active[index - 1])) if index else 0.0,
+                "activeUsers": active,
+                "isActivePeriod": start <= today,
+            }
+        )
 
     overall = _rate(retained_total, eligible_total)
     return {
@@ -361,13 +403,23 @@ def _rolled_params(rolled: list[visitor_activity.Rollup], timezone: str) -> dict
     inside them (nothing when there are no rollups)."""
     if not rolled:
         nothing = datetime.fromtimestamp(0, UTC)
-        return {"all_people": False, "rolled_start": nothing, "rolled_end": nothing,
-                "rolled_first_date": date.max, "rolled_last_date": date.min}  # fmt: skip
+        return {
+            "all_people": False,
+            "rolled_start": nothing,
+            "rolled_end": nothing,
+            "rolled_first_date": date.max,
+            "rolled_last_date": date.min,
+        }
     start = visitor_activity.month_bounds(rolled[0].month, timezone)[0]
     end = visitor_activity.month_bounds(rolled[-1].month, timezone)[1]
     first_date = start.date() if start.time() == time.min else start.date() + timedelta(days=1)
-    return {"all_people": True, "rolled_start": start, "rolled_end": end,
-            "rolled_first_date": first_date, "rolled_last_date": end.date() - timedelta(days=1)}  # fmt: skip
+    return {
+        "all_people": True,
+        "rolled_start": start,
+        "rolled_end": end,
+        "rolled_first_date": first_date,
+        "rolled_last_date": end.date() - timedelta(days=1),
+    }
 
 
 def _periods_between(first: date, last: date, interval: Interval) -> int:

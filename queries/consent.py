@@ -200,9 +200,13 @@ def rate(part: int, whole: int) -> float:
 def category_rate(category: str, granted: int, denied: int, people: int) -> CategoryRate:
     decided = granted + denied
     return CategoryRate(
-        category=category, granted=granted, denied=denied, decided=decided, unstated=people - decided,
+        category=category,
+        granted=granted,
+        denied=denied,
+        decided=decided,
+        unstated=people - decided,
         opt_in_rate=rate(granted, decided),
-    )  # fmt: skip
+    )
 
 
 def periods_of(start: date, end: date, interval: Interval) -> list[date]:
@@ -241,15 +245,24 @@ def _stats_on(cursor: duckdb.DuckDBPyConnection, query: ConsentRange) -> Consent
     ]
     decided, accept, reject = totals["decided"], totals["accept_all"], totals["reject_all"]
     choices = Choices(
-        decided=decided, accept_all=accept, reject_all=reject, custom=decided - accept - reject,
-        accept_all_rate=rate(accept, decided), reject_all_rate=rate(reject, decided),
+        decided=decided,
+        accept_all=accept,
+        reject_all=reject,
+        custom=decided - accept - reject,
+        accept_all_rate=rate(accept, decided),
+        reject_all_rate=rate(reject, decided),
         custom_rate=rate(decided - accept - reject, decided),
-    )  # fmt: skip
+    )
     return ConsentStats(
-        site_id=query.site_id, start_date=query.start_date, end_date=query.end_date, people=people,
-        consent_records=totals["records"], events_with_consent=totals["stated_events"], categories=categories,
+        site_id=query.site_id,
+        start_date=query.start_date,
+        end_date=query.end_date,
+        people=people,
+        consent_records=totals["records"],
+        events_with_consent=totals["stated_events"],
+        categories=categories,
         choices=choices,
-    )  # fmt: skip
+    )
 
 
 # --- the reports -----------------------------------------------------------------------------------------
@@ -280,12 +293,15 @@ def consent_categories(engine: Engine, query: ConsentRange) -> ConsentCategories
                 grants=change.get("grants", 0),
                 revocations=change.get("revocations", 0),
                 people_changed=change.get("people_changed", 0),
-            )  # fmt: skip
+            )
         )
     return ConsentCategories(
-        site_id=query.site_id, start_date=query.start_date, end_date=query.end_date, people=stats.people,
+        site_id=query.site_id,
+        start_date=query.start_date,
+        end_date=query.end_date,
+        people=stats.people,
         categories=details,
-    )  # fmt: skip
+    )
 
 
 class TooManyPeriods(ValueError):
@@ -316,12 +332,21 @@ def consent_trends(engine: Engine, query: ConsentRange, *, interval: Interval) -
             for c in CATEGORIES
             for g, d in [slot.get(c, (0, 0))]
         ]
-        periods.append(TrendPeriod(period_start=first, people=slot["people"], consent_records=slot["records"],
-                                   categories=categories))  # fmt: skip
+        periods.append(
+            TrendPeriod(
+                period_start=first,
+                people=slot["people"],
+                consent_records=slot["records"],
+                categories=categories,
+            )
+        )
     return ConsentTrends(
-        site_id=query.site_id, start_date=query.start_date, end_date=query.end_date, interval=interval,
+        site_id=query.site_id,
+        start_date=query.start_date,
+        end_date=query.end_date,
+        interval=interval,
         periods=periods,
-    )  # fmt: skip
+    )
 
 
 def _revenue_rows(rows: list[dict[str, Any]]) -> list[CurrencyRevenue]:
@@ -331,7 +356,7 @@ def _revenue_rows(rows: list[dict[str, Any]]) -> list[CurrencyRevenue]:
             revenue=format_amount(r["revenue"], r["currency"]),
             orders=r["orders"],
             avg_order_value=per_unit(r["revenue"], r["orders"], r["currency"]),
-        )  # fmt: skip
+        )
         for r in rows
     ]
 
@@ -362,12 +387,15 @@ def consent_impact(engine: Engine, query: ConsentRange, *, category: Category) -
                 revenue=money_total(
                     ((r["currency"], r["revenue"]) for r in sales), empty_currency=query.currency
                 ),
-            )  # fmt: skip
+            )
         )
     return ConsentImpact(
-        site_id=query.site_id, start_date=query.start_date, end_date=query.end_date,
-        consent_category=category, groups=groups,
-    )  # fmt: skip
+        site_id=query.site_id,
+        start_date=query.start_date,
+        end_date=query.end_date,
+        consent_category=category,
+        groups=groups,
+    )
 
 
 def iter_consent_log(
@@ -408,12 +436,22 @@ def simulate_consent(
         cursor.close()
     events, delayed = row["events"], row["delayed"]
     return ConsentSimulation(
-        site_id=query.site_id, start_date=query.start_date, end_date=query.end_date,
-        settings=SimulationSettings(granular_enabled=granular, required_categories=gate, timeout_ms=timeout_ms),
-        total_events=events, people=row["people"], sent=row["sent"], delayed=delayed, dropped=row["dropped"],
-        dropped_refused=row["dropped_refused"], dropped_undecided=row["dropped"] - row["dropped_refused"],
-        sent_share=rate(row["sent"], events), delayed_share=rate(delayed, events),
+        site_id=query.site_id,
+        start_date=query.start_date,
+        end_date=query.end_date,
+        settings=SimulationSettings(
+            granular_enabled=granular, required_categories=gate, timeout_ms=timeout_ms
+        ),
+        total_events=events,
+        people=row["people"],
+        sent=row["sent"],
+        delayed=delayed,
+        dropped=row["dropped"],
+        dropped_refused=row["dropped_refused"],
+        dropped_undecided=row["dropped"] - row["dropped_refused"],
+        sent_share=rate(row["sent"], events),
+        delayed_share=rate(delayed, events),
         dropped_share=rate(row["dropped"], events),
         avg_delay_ms=round(int(row["delay_us_total"]) / delayed / 1000, 3) if delayed else 0.0,
         max_delay_ms=round(int(row["delay_us_max"]) / 1000, 3),
-    )  # fmt: skip
+    )

@@ -93,16 +93,21 @@ def correlations(engine: Engine, query: CorrelationRange, *, limit: int) -> Corr
         if r["name"] is None:
             continue
         ratio = odds_ratio(
-            success=r["success_count"], failure=r["failure_count"], total_success=converted,
+            success=r["success_count"],
+            failure=r["failure_count"],
+            total_success=converted,
             total_failure=not_converted,
-        )  # fmt: skip
+        )
         path = r["category_path"]
         row = EventCorrelation(
             event=r["name"] if path is None else f"{r['name']}{PROPERTY_SEPARATOR}{path}",
-            event_name=r["name"], category_path=path, success_count=r["success_count"],
-            failure_count=r["failure_count"], odds_ratio=round(ratio, 6),
+            event_name=r["name"],
+            category_path=path,
+            success_count=r["success_count"],
+            failure_count=r["failure_count"],
+            odds_ratio=round(ratio, 6),
             correlation_type="success" if ratio > 1 else "failure",
-        )  # fmt: skip
+        )
         found.append((ratio, row))
 
     def rank(entry: tuple[float, EventCorrelation], sign: int) -> tuple[float, int, str]:
@@ -121,7 +126,7 @@ def correlations(engine: Engine, query: CorrelationRange, *, limit: int) -> Corr
             converted=converted,
             not_converted=not_converted,
             conversion_rate=round(converted / everyone, 6) if everyone else 0.0,
-        ),  # fmt: skip
+        ),
         skewed=is_skewed(converted, everyone),
         positive=positive[:limit],
         negative=negative[:limit],

@@ -251,9 +251,14 @@ def person_progress(
     code = np.array([names.index(name) + 1 if name in names else 0 for _, name in events], dtype=np.int64)
     ts = np.array([when for when, _ in events], dtype=np.int64)
     progress = walk_funnel(
-        np.zeros(len(events), dtype=np.int64), ts, code,
-        codes=_codes(steps), window_us=window_us, order=order, entry=entry,
-    )  # fmt: skip
+        np.zeros(len(events), dtype=np.int64),
+        ts,
+        code,
+        codes=_codes(steps),
+        window_us=window_us,
+        order=order,
+        entry=entry,
+    )
     if not len(progress.level):
         return []
     return progress.times[0, : progress.level[0]].tolist()
@@ -356,9 +361,14 @@ def _progress(engine: Engine, query: FunnelQuery) -> Progress:
     def walk(part: tuple[int, int]) -> Progress:
         rows = slice(*part)
         return walk_funnel(
-            person[rows], ts[rows], code[rows], codes=_codes(query.steps),
-            window_us=query.window_seconds * 1_000_000, order=query.order, entry=entry,
-        )  # fmt: skip
+            person[rows],
+            ts[rows],
+            code[rows],
+            codes=_codes(query.steps),
+            window_us=query.window_seconds * 1_000_000,
+            order=query.order,
+            entry=entry,
+        )
 
     # numpy lets go of the GIL in its loops, so parts of people walk side by side
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
@@ -382,10 +392,18 @@ def funnel_progress(engine: Engine, query: FunnelQuery) -> Iterator[tuple[str, l
         return
     params, _ = _scan_params(query)
     entry_start, entry_end = _utc_bounds(query)
-    ids = library.run(engine, "funnel_people", {
-        "site_id": query.site_id, "scan_start": params["scan_start"], "scan_end": params["scan_end"],
-        "entry_start": entry_start, "entry_end": entry_end, "first_step": query.steps[0],
-    })  # fmt: skip
+    ids = library.run(
+        engine,
+        "funnel_people",
+        {
+            "site_id": query.site_id,
+            "scan_start": params["scan_start"],
+            "scan_end": params["scan_end"],
+            "entry_start": entry_start,
+            "entry_end": entry_end,
+            "first_step": query.steps[0],
+        },
+    )
     names: dict[int, str] = {}
     for key, person_id in zip(ids["person_key"].to_pylist(), ids["person_id"].to_pylist(), strict=True):
         if names.setdefault(key, person_id) != person_id:

@@ -172,12 +172,21 @@ def _seconds(value: float | None) -> float:
 
 def _journey(row: dict[str, Any]) -> Journey:
     return Journey(
-        journey_id=row["journey_key"], person_id=row["person_id"], visitor_id=row["visitor_id"],
-        started_at=row["started_at"], ended_at=row["ended_at"], duration_seconds=_seconds(row["duration_seconds"]),
-        event_count=row["event_count"], converted=row["converted"], entry_url=row["entry_url"],
+        journey_id=row["journey_key"],
+        person_id=row["person_id"],
+        visitor_id=row["visitor_id"],
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        duration_seconds=_seconds(row["duration_seconds"]),
+        event_count=row["event_count"],
+        converted=row["converted"],
+        entry_url=row["entry_url"],
         exit_url=row["exit_url"],
-        revenue=[Money(currency=r["currency"], amount=format_amount(r["amount"] or 0, r["currency"])) for r in row["revenue"]],
-    )  # fmt: skip
+        revenue=[
+            Money(currency=r["currency"], amount=format_amount(r["amount"] or 0, r["currency"]))
+            for r in row["revenue"]
+        ],
+    )
 
 
 # --- running the shared steps on one cursor ------------------------------------------------------------
@@ -359,8 +368,15 @@ def next_events(pairs: list[dict[str, Any]]) -> list[NextEvent]:
     for name in sorted(out_of):
         transitions = sum(count for _, count in out_of[name])
         best, count = min(out_of[name], key=lambda item: (-item[1], item[0]))
-        result.append(NextEvent(event_name=name, next_event_name=best, count=count, transitions=transitions,
-                                share=_rate(count, transitions)))  # fmt: skip
+        result.append(
+            NextEvent(
+                event_name=name,
+                next_event_name=best,
+                count=count,
+                transitions=transitions,
+                share=_rate(count, transitions),
+            )
+        )
     return result
 
 
@@ -392,6 +408,8 @@ def journey_sequences(engine: Engine, query: JourneyRange, *, limit: int, offset
         total = _run(cursor, "journey_count", {"converted": None})[0]["total"]
         rows = _run(cursor, "journey_sequences", {**stream, "limit": limit, "offset": offset})
     return SequencePage(
-        total=total, limit=limit, offset=offset,
+        total=total,
+        limit=limit,
+        offset=offset,
         journeys=[JourneySequence(journey_id=r["journey_key"], sequence=r["sequence"]) for r in rows],
-    )  # fmt: skip
+    )

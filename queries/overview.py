@@ -29,8 +29,11 @@ class Scope:
         return {"site_ids": list(self.site_ids), "start_date": self.start_date, "end_date": self.end_date}
 
     def describe(self) -> dict[str, Any]:
-        return {"siteIds": list(self.site_ids), "startDate": self.start_date.isoformat(),
-                "endDate": self.end_date.isoformat()}  # fmt: skip
+        return {
+            "siteIds": list(self.site_ids),
+            "startDate": self.start_date.isoformat(),
+            "endDate": self.end_date.isoformat(),
+        }
 
 
 def _rate(part: int, whole: int) -> float:
@@ -55,8 +58,10 @@ def revenue_by_currency(engine: Engine, scope: Scope) -> list[dict[str, Any]]:
 
 def event_breakdown(engine: Engine, scope: Scope) -> list[dict[str, Any]]:
     rows = library.run(engine, "event_breakdown", scope.params()).to_pylist()
-    return [{"name": r["name"], "family": FAMILY_OF.get(r["name"]), "count": r["events"], "people": r["people"]}
-            for r in rows]  # fmt: skip
+    return [
+        {"name": r["name"], "family": FAMILY_OF.get(r["name"]), "count": r["events"], "people": r["people"]}
+        for r in rows
+    ]
 
 
 def overview(engine: Engine, scope: Scope) -> dict[str, Any]:
@@ -76,7 +81,7 @@ def overview(engine: Engine, scope: Scope) -> dict[str, Any]:
             "sessions": totals["sessions"],
             "pageViews": totals["page_views"],
             "orders": totals["orders"],
-        },  # fmt: skip
+        },
         "purchaseConversionRate": _rate(totals["buyers"], totals["people"]),
         "revenueByCurrency": revenue,
         "mixedCurrency": len(revenue) > 1,

@@ -21,9 +21,9 @@ from typing import Any
 from sqlalchemy import Engine as StoreEngine
 
 from queries import library
-from warehouse.catalog import products
-from warehouse.catalog.products import SeenProduct
-from warehouse.catalog.tables import products as products_table
+from warehouse.config_store import products
+from warehouse.config_store.products import SeenProduct
+from warehouse.config_store.tables import products as products_table
 from warehouse.engine import Engine
 
 JOB_ID = "sync-seen-products"
@@ -56,10 +56,15 @@ def _seen(row: dict[str, Any]) -> SeenProduct:
     }
     seen_at = {
         catalog_column: row[column]["at"]
-        for column, catalog_column in (("product_name", "name"), ("price", "price"),
-                                       ("category_path", "categories"), ("page", "url"), ("image", "image"))
+        for column, catalog_column in (
+            ("product_name", "name"),
+            ("price", "price"),
+            ("category_path", "categories"),
+            ("page", "url"),
+            ("image", "image"),
+        )
         if row[column] is not None
-    }  # fmt: skip
+    }
     category_path = value["category_path"]
     return SeenProduct(
         product_item_code=row["code"],
@@ -113,12 +118,22 @@ def products_of_lines(
     for row in library.run(engine, "product_lines_by_id", params).to_pylist():
         price, currency = _price(row)
         found[row["product_id"]] = {
-            "site_id": site["id"], "product_id": row["product_id"], "product_item_code": None,
-            "name": row["product_name"], "price": price, "currency": currency or site["currency"],
-            "categories": [row["category_path"]] if row["category_path"] else [], "stock": None, "url": None,
-            "image": None, "in_feed": False, "feed_imported_at": None, "first_seen_at": row["first_seen_at"],
-            "last_seen_at": row["last_seen_at"], "updated_at": row["received_until"] or row["last_seen_at"],
-        }  # fmt: skip
+            "site_id": site["id"],
+            "product_id": row["product_id"],
+            "product_item_code": None,
+            "name": row["product_name"],
+            "price": price,
+            "currency": currency or site["currency"],
+            "categories": [row["category_path"]] if row["category_path"] else [],
+            "stock": None,
+            "url": None,
+            "image": None,
+            "in_feed": False,
+            "feed_imported_at": None,
+            "first_seen_at": row["first_seen_at"],
+            "last_seen_at": row["last_seen_at"],
+            "updated_at": row["received_until"] or row["last_seen_at"],
+        }
     return found
 
 

@@ -164,7 +164,7 @@ def product_overview(engine: Engine, query: ProductRange, *, product: dict[str, 
                 units=int(r["units"]),
             )
             for r in revenue
-        ],  # fmt: skip
+        ],
         revenue=money_total(
             ((r["currency"], r["revenue"]) for r in revenue), empty_currency=product["currency"]
         ),
@@ -206,8 +206,14 @@ class ProductDwell(_Camel):
     daily: list[DwellDay]
 
 
-_BUCKETS = (("under_5", 0, 5), ("from_5", 5, 15), ("from_15", 15, 30), ("from_30", 30, 60),
-            ("from_60", 60, 180), ("from_180", 180, None))  # fmt: skip
+_BUCKETS = (
+    ("under_5", 0, 5),
+    ("from_5", 5, 15),
+    ("from_15", 15, 30),
+    ("from_30", 30, 60),
+    ("from_60", 60, 180),
+    ("from_180", 180, None),
+)
 
 
 def _bucket_label(low: int, high: int | None) -> str:
@@ -221,8 +227,11 @@ def product_dwell(engine: Engine, query: ProductRange, *, product: dict[str, Any
     row = library.run(engine, "product_dwell", params).to_pylist()[0]
     daily = library.run(engine, "product_dwell_daily", {**params, "timezone": query.timezone}).to_pylist()
     return ProductDwell(
-        product=ProductRef(product_id=product["product_id"], product_item_code=product["product_item_code"],
-                           name=product["name"]),
+        product=ProductRef(
+            product_id=product["product_id"],
+            product_item_code=product["product_item_code"],
+            name=product["name"],
+        ),
         range=_range_out(query),
         events=row["events"],
         measured=row["measured"],
@@ -235,11 +244,20 @@ def product_dwell(engine: Engine, query: ProductRange, *, product: dict[str, Any
         p75_seconds=_round(row["p75_seconds"]),
         p90_seconds=_round(row["p90_seconds"]),
         max_seconds=_round(row["max_seconds"]),
-        distribution=[DwellBucket(label=_bucket_label(low, high), min_seconds=low, max_seconds=high,
-                                  events=row[key]) for key, low, high in _BUCKETS],
-        daily=[DwellDay(date=d["day"], events=d["measured"], avg_seconds=_round(d["avg_seconds"]),
-                        median_seconds=_round(d["median_seconds"])) for d in daily],
-    )  # fmt: skip
+        distribution=[
+            DwellBucket(label=_bucket_label(low, high), min_seconds=low, max_seconds=high, events=row[key])
+            for key, low, high in _BUCKETS
+        ],
+        daily=[
+            DwellDay(
+                date=d["day"],
+                events=d["measured"],
+                avg_seconds=_round(d["avg_seconds"]),
+                median_seconds=_round(d["median_seconds"]),
+            )
+            for d in daily
+        ],
+    )
 
 
 # --- associations -----------------------------------------------------------------------------------
@@ -354,16 +372,23 @@ def product_associations(
                 support=support,
                 confidence=confidence,
                 lift=lift,
-            )  # fmt: skip
+            )
         )
     return ProductAssociations(
-        product=ProductRef(product_id=product["product_id"], product_item_code=product["product_item_code"],
-                           name=product["name"]),
-        source=source, mode=mode, range=_range_out(query), baskets=counts.baskets,
+        product=ProductRef(
+            product_id=product["product_id"],
+            product_item_code=product["product_item_code"],
+            name=product["name"],
+        ),
+        source=source,
+        mode=mode,
+        range=_range_out(query),
+        baskets=counts.baskets,
         product_baskets=counts.product_baskets,
         product_support=round(counts.product_baskets / counts.baskets, 6) if counts.baskets else 0.0,
-        related_products=counts.related_products, associations=rows,
-    )  # fmt: skip
+        related_products=counts.related_products,
+        associations=rows,
+    )
 
 
 # --- top products -----------------------------------------------------------------------------------
@@ -416,16 +441,26 @@ def top_products(
     names = names or {}
     currencies = sorted({r["currency"] for r in rows})
     return TopProducts(
-        range=_range_out(query), sort_by=sort_by, currencies=currencies, mixed_currency=len(currencies) > 1,
+        range=_range_out(query),
+        sort_by=sort_by,
+        currencies=currencies,
+        mixed_currency=len(currencies) > 1,
         products=[
             TopProduct(
-                rank=r["rank"], product_id=r["product_id"], product_item_code=r["code"], name=names.get(r["product_id"]),
-                currency=r["currency"], revenue=format_amount(r["revenue"], r["currency"]), orders=r["orders"],
-                units=int(r["units"]), views=r["views"], add_to_carts=r["add_to_carts"],
+                rank=r["rank"],
+                product_id=r["product_id"],
+                product_item_code=r["code"],
+                name=names.get(r["product_id"]),
+                currency=r["currency"],
+                revenue=format_amount(r["revenue"], r["currency"]),
+                orders=r["orders"],
+                units=int(r["units"]),
+                views=r["views"],
+                add_to_carts=r["add_to_carts"],
             )
             for r in rows
         ],
-    )  # fmt: skip
+    )
 
 
 # --- tracking status --------------------------------------------------------------------------------
@@ -480,25 +515,60 @@ def _checks(
     named = sum(e.with_name for e in by_name.values())
     total = sum(e.events for e in by_name.values())
     return [
-        TrackingCheck(id="product_views", ok=views > 0, message=(
-            f"{views} product_view events" if views else
-            "No product_view in the range: send product_view with metadata.productItemCode on product pages "
-            "(the value of their data-product-id attribute)")),
-        TrackingCheck(id="add_to_cart", ok=carts > 0, message=(
-            f"{carts} add_to_cart events" if carts else
-            "No add_to_cart in the range: send add_to_cart with metadata.productItemCode")),
-        TrackingCheck(id="dwell_time", ok=by_name["product_dwell_time"].events > 0, message=(
-            f"{by_name['product_dwell_time'].events} product_dwell_time events" if by_name["product_dwell_time"].events
-            else "No product_dwell_time in the range: dwell-time reports stay empty (metadata.dwellTimeSeconds)")),
-        TrackingCheck(id="product_names", ok=total > 0 and named == total, message=(
-            f"{named} of {total} product events carry metadata.name" if total else "No product events")),
-        TrackingCheck(id="orders_match_tracking", ok=orders.products_never_tracked == 0, message=(
-            f"{orders.products_never_tracked} of {orders.products} products sold were named by no product event"
-            if orders.products else "No sales in the range")),
-        TrackingCheck(id="catalog_feed", ok=catalog.from_feed > 0, message=(
-            f"{catalog.from_feed} products from feed imports" if catalog.from_feed else
-            "No product feed imported: names, prices and images come only from events and orders")),
-    ]  # fmt: skip
+        TrackingCheck(
+            id="product_views",
+            ok=views > 0,
+            message=(
+                f"{views} product_view events"
+                if views
+                else "No product_view in the range: send product_view with metadata.productItemCode on product pages "
+                "(the value of their data-product-id attribute)"
+            ),
+        ),
+        TrackingCheck(
+            id="add_to_cart",
+            ok=carts > 0,
+            message=(
+                f"{carts} add_to_cart events"
+                if carts
+                else "No add_to_cart in the range: send add_to_cart with metadata.productItemCode"
+            ),
+        ),
+        TrackingCheck(
+            id="dwell_time",
+            ok=by_name["product_dwell_time"].events > 0,
+            message=(
+                f"{by_name['product_dwell_time'].events} product_dwell_time events"
+                if by_name["product_dwell_time"].events
+                else "No product_dwell_time in the range: dwell-time reports stay empty (metadata.dwellTimeSeconds)"
+            ),
+        ),
+        TrackingCheck(
+            id="product_names",
+            ok=total > 0 and named == total,
+            message=(
+                f"{named} of {total} product events carry metadata.name" if total else "No product events"
+            ),
+        ),
+        TrackingCheck(
+            id="orders_match_tracking",
+            ok=orders.products_never_tracked == 0,
+            message=(
+                f"{orders.products_never_tracked} of {orders.products} products sold were named by no product event"
+                if orders.products
+                else "No sales in the range"
+            ),
+        ),
+        TrackingCheck(
+            id="catalog_feed",
+            ok=catalog.from_feed > 0,
+            message=(
+                f"{catalog.from_feed} products from feed imports"
+                if catalog.from_feed
+                else "No product feed imported: names, prices and images come only from events and orders"
+            ),
+        ),
+    ]
 
 
 def tracking_status(
@@ -512,12 +582,17 @@ def tracking_status(
     params = {**query.params(), "product_events": list(PRODUCT_EVENTS)}
     found = {r["name"]: r for r in library.run(engine, "product_tracking", params).to_pylist()}
     events = [
-        TrackedEvent(name=name, events=found.get(name, {}).get("events", 0), products=found.get(name, {}).get("products", 0),
-                     last_at=found.get(name, {}).get("last_at"), with_name=found.get(name, {}).get("with_name", 0),
-                     with_price=found.get(name, {}).get("with_price", 0),
-                     with_category=found.get(name, {}).get("with_category", 0))
+        TrackedEvent(
+            name=name,
+            events=found.get(name, {}).get("events", 0),
+            products=found.get(name, {}).get("products", 0),
+            last_at=found.get(name, {}).get("last_at"),
+            with_name=found.get(name, {}).get("with_name", 0),
+            with_price=found.get(name, {}).get("with_price", 0),
+            with_category=found.get(name, {}).get("with_category", 0),
+        )
         for name in PRODUCT_EVENTS
-    ]  # fmt: skip
+    ]
     by_name = {e.name: e for e in events}
     orders = TrackedOrders(**library.run(engine, "product_tracking_orders", params).to_pylist()[0])
     if by_name["product_view"].events and by_name["add_to_cart"].events:
@@ -528,7 +603,12 @@ def tracking_status(
         status = "not_tracking"
     seen = [e.last_at for e in events if e.last_at is not None]
     return TrackingStatus(
-        status=status, range=_range_out(query), product_module_enabled=module_enabled, events=events,
-        last_product_event_at=max(seen) if seen else None, orders=orders, catalog=catalog,
+        status=status,
+        range=_range_out(query),
+        product_module_enabled=module_enabled,
+        events=events,
+        last_product_event_at=max(seen) if seen else None,
+        orders=orders,
+        catalog=catalog,
         checks=_checks(by_name, orders, catalog),
-    )  # fmt: skip
+    )

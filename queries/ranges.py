@@ -49,8 +49,14 @@ class LocalDays:
     @classmethod
     def of_site(cls, site: Mapping[str, Any], start_date: date, end_date: date, **fields: Any) -> Self:
         """The days of a site's record (its id, time zone and currency)."""
-        return cls(site_id=site["id"], start_date=start_date, end_date=end_date, timezone=site["timezone"],
-                   currency=site["currency"], **fields)  # fmt: skip
+        return cls(
+            site_id=site["id"],
+            start_date=start_date,
+            end_date=end_date,
+            timezone=site["timezone"],
+            currency=site["currency"],
+            **fields,
+        )
 
     @classmethod
     def last_days(
@@ -58,8 +64,13 @@ class LocalDays:
     ) -> Self:
         """The last ``days`` days of the site's time zone, today included."""
         today = (now or datetime.now(UTC)).astimezone(ZoneInfo(timezone)).date()
-        return cls(site_id=site_id, start_date=today - timedelta(days=days - 1), end_date=today, timezone=timezone,
-                   **fields)  # fmt: skip
+        return cls(
+            site_id=site_id,
+            start_date=today - timedelta(days=days - 1),
+            end_date=today,
+            timezone=timezone,
+            **fields,
+        )
 
     def bounds(self) -> tuple[datetime, datetime]:
         return self.range_start, self.range_end

@@ -32,19 +32,36 @@ from pydantic.alias_generators import to_camel
 from ingest.event_names import EVENT_FAMILIES
 from queries import library
 from queries.overview import Scope
-from warehouse.catalog.product_identity import product_id_for
+from warehouse.config_store.product_identity import product_id_for
 from warehouse.engine import Engine
 
 SEARCH_STEPS = (
-    "search_instant_open", "search_query", "search_results", "search_zero_results", "search_filter", "search_sort",
-    "search_page", "recent_search_click", "popular_search_click",
-)  # fmt: skip
+    "search_instant_open",
+    "search_query",
+    "search_results",
+    "search_zero_results",
+    "search_filter",
+    "search_sort",
+    "search_page",
+    "recent_search_click",
+    "popular_search_click",
+)
 # Events that are no step between a search and the click that follows it.
 IGNORED = (
-    *EVENT_FAMILIES["page"], *EVENT_FAMILIES["runtime"], *EVENT_FAMILIES["widget"], *EVENT_FAMILIES["identity"],
-    "product_impression", "product_dwell_time", "impression", "view", "hover", "close", "slider_navigate",
-    "slider_swipe", "custom_event",
-)  # fmt: skip
+    *EVENT_FAMILIES["page"],
+    *EVENT_FAMILIES["runtime"],
+    *EVENT_FAMILIES["widget"],
+    *EVENT_FAMILIES["identity"],
+    "product_impression",
+    "product_dwell_time",
+    "impression",
+    "view",
+    "hover",
+    "close",
+    "slider_navigate",
+    "slider_swipe",
+    "custom_event",
+)
 
 
 class _Camel(BaseModel):
@@ -155,15 +172,20 @@ def top_queries(engine: Engine, scope: Scope, *, limit: int) -> TopQueries:
         zero_result_rate=_rate(total_zero, total_searches),
         queries=[
             SearchQuery(
-                site_id=r["site_id"], query=r["query"], searches=r["searches"], people=r["people"],
-                zero_result_searches=r["zero_results"], zero_result_rate=_rate(r["zero_results"], r["searches"]),
+                site_id=r["site_id"],
+                query=r["query"],
+                searches=r["searches"],
+                people=r["people"],
+                zero_result_searches=r["zero_results"],
+                zero_result_rate=_rate(r["zero_results"], r["searches"]),
                 avg_result_count=None if r["avg_result_count"] is None else round(r["avg_result_count"], 3),
-                clicks=r["clicks"], clicks_per_search=_rate(r["clicks"], r["searches"]),
+                clicks=r["clicks"],
+                clicks_per_search=_rate(r["clicks"], r["searches"]),
                 last_searched_at=r["last_searched_at"],
             )
             for r in rows
         ],
-    )  # fmt: skip
+    )
 
 
 def zero_result_queries(engine: Engine, scope: Scope, *, limit: int) -> ZeroResults:
@@ -177,13 +199,17 @@ def zero_result_queries(engine: Engine, scope: Scope, *, limit: int) -> ZeroResu
         total_queries=rows[0]["total_queries"] if rows else 0,
         queries=[
             ZeroResultQuery(
-                site_id=r["site_id"], query=r["query"], zero_result_searches=r["zero_results"],
-                searches=r["searches"], zero_result_rate=_rate(r["zero_results"], r["searches"]),
-                people=r["zero_people"], last_seen_at=r["last_zero_at"],
+                site_id=r["site_id"],
+                query=r["query"],
+                zero_result_searches=r["zero_results"],
+                searches=r["searches"],
+                zero_result_rate=_rate(r["zero_results"], r["searches"]),
+                people=r["zero_people"],
+                last_seen_at=r["last_zero_at"],
             )
             for r in rows
         ],
-    )  # fmt: skip
+    )
 
 
 def top_products(engine: Engine, scope: Scope, *, limit: int) -> TopProducts:
@@ -198,10 +224,14 @@ def top_products(engine: Engine, scope: Scope, *, limit: int) -> TopProducts:
         total_clicks=int(rows[0]["total_clicks"]) if rows else 0,
         products=[
             SearchProduct(
-                site_id=r["site_id"], product_id=str(product_id_for(r["site_id"], r["product_item_code"])),
-                product_item_code=r["product_item_code"], clicks=r["clicks"], people=r["people"],
-                queries=r["queries"], top_queries=[QueryClicks(**q) for q in r["top_queries"]],
+                site_id=r["site_id"],
+                product_id=str(product_id_for(r["site_id"], r["product_item_code"])),
+                product_item_code=r["product_item_code"],
+                clicks=r["clicks"],
+                people=r["people"],
+                queries=r["queries"],
+                top_queries=[QueryClicks(**q) for q in r["top_queries"]],
             )
             for r in rows
         ],
-    )  # fmt: skip
+    )

@@ -38,17 +38,30 @@ def site_metrics(engine: Engine, site_id: str, scope: Scope) -> dict[str, Any]:
 
 
 def events_page(
-    engine: Engine, site_id: str, scope: Scope, *, limit: int, offset: int, name: str | None = None,
+    engine: Engine,
+    site_id: str,
+    scope: Scope,
+    *,
+    limit: int,
+    offset: int,
+    name: str | None = None,
     source: str | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """One page of the site's events of the range (UTC days), newest first (then by id), optionally of
     one name or `metadata.source`; `total` counts every match, whichever page is asked for."""
     rows = library.run(
         engine,
         "site_events_page",
-        {"site_id": site_id, "start_date": scope.start_date, "end_date": scope.end_date, "name": name,
-         "source": source, "limit": limit, "offset": offset},
-    ).to_pylist()  # fmt: skip
+        {
+            "site_id": site_id,
+            "start_date": scope.start_date,
+            "end_date": scope.end_date,
+            "name": name,
+            "source": source,
+            "limit": limit,
+            "offset": offset,
+        },
+    ).to_pylist()
     return {
         "total": rows[0]["total"],
         "limit": limit,
@@ -69,7 +82,7 @@ def events_page(
                 "categoryPath": r["category_path"],
                 "metadata": orjson.loads(r["metadata"]) if r["metadata"] else {},
                 "channel": r["channel"],
-            }  # fmt: skip
+            }
             for r in rows
             if r["event_id"] is not None
         ],
@@ -88,8 +101,14 @@ def timeseries(
     zone = ZoneInfo(timezone)
     range_start = datetime.combine(start, time.min, zone)
     range_end = datetime.combine(end + timedelta(days=1), time.min, zone)
-    params = {"site_id": site_id, "start_date": start - timedelta(days=1), "end_date": end + timedelta(days=1),
-              "range_start": range_start, "range_end": range_end, "name": name}  # fmt: skip
+    params = {
+        "site_id": site_id,
+        "start_date": start - timedelta(days=1),
+        "end_date": end + timedelta(days=1),
+        "range_start": range_start,
+        "range_end": range_end,
+        "name": name,
+    }
     if interval == "hour":
         starts = hour_starts(range_start.astimezone(UTC), range_end.astimezone(UTC), zone)
         table = library.run(engine, "events_timeseries_hourly", {**params, "bucket_starts": starts})

@@ -10,7 +10,7 @@ import httpx
 import pyotp
 
 from api.auth.service import create_user
-from warehouse.catalog import organizations, sites
+from warehouse.config_store import organizations, sites
 
 PASSWORD = "correct horse battery"
 _counter = itertools.count(1)

@@ -11,8 +11,8 @@ def prepare_site(data_dir: Path, database_url: str | None = None) -> str:
     from aisle.settings import Settings
     from api.auth.service import create_user
     from api.sites.tracking_config import default_tracking_config
-    from warehouse.catalog import sites
-    from warehouse.catalog.store import create_store_engine, migrate
+    from warehouse.config_store import sites
+    from warehouse.config_store.store import create_store_engine, migrate
 
     settings = Settings(data_dir=data_dir, database_url=database_url)
     settings.prepare_data_dir()

@@ -23,8 +23,8 @@ from aisle.settings import Settings
 from api.auth.passwords import verify_password
 from ingest.service import Ingest
 from tests.servers import free_port, wait_for_port
-from warehouse.catalog import organizations, sites, users
-from warehouse.catalog.store import create_store_engine, migrate
+from warehouse.config_store import organizations, sites, users
+from warehouse.config_store.store import create_store_engine, migrate
 
 PASSWORD = "cli password 123"
 

@@ -14,8 +14,8 @@ import pytest
 from ingest.normalise import Context
 from ingest.service import Ingest
 from tests.test_cli import run_aisle
-from warehouse.catalog import organizations, sites
-from warehouse.catalog.store import create_store_engine, migrate
+from warehouse.config_store import organizations, sites
+from warehouse.config_store.store import create_store_engine, migrate
 
 
 @pytest.fixture

@@ -38,9 +38,9 @@ from queries.overview import Scope
 from queries.products import ProductRange, product_dwell
 from queries.revenue import ReportRange
 from queries.search_analytics import top_products, top_queries, zero_result_queries
-from warehouse.catalog import sites, users
-from warehouse.catalog.product_identity import product_id_for
-from warehouse.catalog.store import create_store_engine, migrate
+from warehouse.config_store import sites, users
+from warehouse.config_store.product_identity import product_id_for
+from warehouse.config_store.store import create_store_engine, migrate
 from warehouse.engine import Engine
 
 END = date(2024, 6, 3)
@@ -636,7 +636,7 @@ def test_a_demo_killed_with_rows_still_in_the_log_leaves_one_copy_after_the_next
 import os, signal
 from datetime import date
 import aisle.demo as demo
-from warehouse.catalog.store import create_store_engine
+from warehouse.config_store.store import create_store_engine
 real = demo.load_traffic
 def killed_on_usd(ingest, site, **kwargs):
     if site["currency"] == "USD":

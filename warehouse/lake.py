@@ -365,9 +365,11 @@ class Lake:
         for end, key in zip(runs.run_ends.to_pylist(), runs.values.to_pylist(), strict=True):
             site_id, date = key.split("/")
             rows = typed.slice(start, end - start)
-            written.append(self.write_file(
-                table, rows, site_id=site_id, date=date, name=name, announce=False, sync_site=False
-            ))  # fmt: skip
+            written.append(
+                self.write_file(
+                    table, rows, site_id=site_id, date=date, name=name, announce=False, sync_site=False
+                )
+            )
             if start == 0:
                 self.announce_change()
             start = end

@@ -83,9 +83,16 @@ def build(engine: Engine, site_id: str, month: date, timezone: str) -> bool:
     cursor = engine.cursor()
     try:
         # Written by DuckDB straight from the query: a month of a big site never sits in Python.
-        cursor.sql(BUILD_SQL, params={
-            "files": sources, "month": month, "month_start": start, "month_end": end, "timezone": timezone,
-        }).write_parquet(str(temp), compression="zstd")  # fmt: skip
+        cursor.sql(
+            BUILD_SQL,
+            params={
+                "files": sources,
+                "month": month,
+                "month_start": start,
+                "month_end": end,
+                "timezone": timezone,
+            },
+        ).write_parquet(str(temp), compression="zstd")
     finally:
         cursor.close()
     if _sources(lake, site_id, start, end) != sources:

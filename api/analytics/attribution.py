@@ -8,11 +8,11 @@ from fastapi import APIRouter, Query, Request
 
 from api.analytics.revenue import MONEY, TOUCHPOINTS, LookbackDays
 from api.analytics.scope import Analyst
-from api.deps import StoreDep, load_owned_site
+from api.deps import ConfigStoreDep, load_owned_site
 from api.errors import BadRequest, NotFound
 from api.schemas import SITE_ID_FORMAT
 from queries.attribution import DEFAULT_LOOKBACK_DAYS, AmbiguousEventId, EventAttribution, event_attribution
-from warehouse.catalog import sites
+from warehouse.config_store import sites
 
 router = APIRouter(prefix="/analytics", tags=["analytics"])
 
@@ -25,7 +25,7 @@ router = APIRouter(prefix="/analytics", tags=["analytics"])
 )
 def attribution(
     request: Request,
-    store: StoreDep,
+    store: ConfigStoreDep,
     principal: Analyst,
     eventId: str,
     site_id: Annotated[

@@ -67,10 +67,16 @@ def cohort_filters(
     if return_event is not None and return_event not in CANONICAL_EVENT_NAMES:
         raise BadRequest(f"'{return_event}' is not a canonical event name", code="UNKNOWN_EVENT_NAME")
     return CohortQuery(
-        site_id=site["id"], cohort_type=cohort_type, interval=interval, start_date=start_date, end_date=end_date,
-        period_count=period_count, timezone=site["timezone"], return_event=return_event,
+        site_id=site["id"],
+        cohort_type=cohort_type,
+        interval=interval,
+        start_date=start_date,
+        end_date=end_date,
+        period_count=period_count,
+        timezone=site["timezone"],
+        return_event=return_event,
         retention_mode=retention_mode,
-    )  # fmt: skip
+    )
 
 
 Filters = Annotated[CohortQuery, Depends(cohort_filters)]
@@ -146,11 +152,14 @@ def _csv_rows(report: dict[str, Any]) -> Iterator[str]:
     yield _csv_line(["cohort", "size", *[f"{c}_users" for c in columns], *[f"{c}_rate" for c in columns]])
     for row in report["retention"]["rows"]:
         cells = row["periods"]
-        yield _csv_line([
-            row["cohort"], row["size"],
-            *["" if c["retainedUsers"] is None else c["retainedUsers"] for c in cells],
-            *["" if c["retentionRate"] is None else c["retentionRate"] for c in cells],
-        ])  # fmt: skip
+        yield _csv_line(
+            [
+                row["cohort"],
+                row["size"],
+                *["" if c["retainedUsers"] is None else c["retainedUsers"] for c in cells],
+                *["" if c["retentionRate"] is None else c["retentionRate"] for c in cells],
+            ]
+        )
 
 
 def _json_rows(report: dict[str, Any]) -> Iterator[bytes]:

@@ -15,7 +15,7 @@ from fastapi.routing import APIRoute
 from pydantic import Field, WithJsonSchema
 
 from api.analytics.scope import Analyst, AnalyticsSite, date_range
-from api.deps import Principal, StoreDep, canonical_site_id, load_owned_site
+from api.deps import ConfigStoreDep, Principal, canonical_site_id, load_owned_site
 from api.errors import BadRequest
 from api.schemas import UUID_PATTERN, CamelModel, IsoDate, StrictCamelModel
 from api.sites.service import tracking_config
@@ -40,7 +40,7 @@ from queries.consent import (
     iter_consent_log,
     simulate_consent,
 )
-from warehouse.catalog import sites
+from warehouse.config_store import sites
 
 router = APIRouter(prefix="/analytics/consent", tags=["analytics"])
 
@@ -148,9 +148,20 @@ def categories(request: Request, query: Range) -> ConsentCategories:
 
 
 EXPORT_COLUMNS = (
-    "kind", "id", "timestamp", "personId", "visitorId", "sessionId", "userId", "source", "channel",
-    "necessary", "analytics", "marketing", "preferences",
-)  # fmt: skip
+    "kind",
+    "id",
+    "timestamp",
+    "personId",
+    "visitorId",
+    "sessionId",
+    "userId",
+    "source",
+    "channel",
+    "necessary",
+    "analytics",
+    "marketing",
+    "preferences",
+)
 
 
 def _csv_line(values: list[Any]) -> str:
@@ -274,9 +285,12 @@ def simulate(
         )
     timeout_ms = body.timeout_ms if body.timeout_ms is not None else (consent.timeout_ms or 0)
     return simulate_consent(
-        request.app.state.engine, query, granular=granular is not False, required=list(required),
+        request.app.state.engine,
+        query,
+        granular=granular is not False,
+        required=list(required),
         timeout_ms=timeout_ms,
-    )  # fmt: skip
+    )
 
 
 class SiteConsent(ConsentStats):
@@ -319,7 +333,7 @@ def _compared_sites(store, principal: Principal, site_ids: str | None) -> list[d
 )
 def compare(
     request: Request,
-    store: StoreDep,
+    store: ConfigStoreDep,
     principal: Analyst,
     site_ids: Annotated[
         str | None,

@@ -19,7 +19,7 @@ from api.analytics.scope import analytics_site, date_range
 from api.deps import Principal
 from api.errors import Forbidden
 from queries.funnel import DEFAULT_WINDOW_SECONDS, FunnelQuery, funnel
-from warehouse.catalog import activity, funnel_definitions
+from warehouse.config_store import activity, funnel_definitions
 from warehouse.engine import Engine as QueryEngine
 
 NAME_MAX = 200
@@ -27,42 +27,54 @@ COPY_SUFFIX = " (copy)"
 
 TEMPLATES: tuple[FunnelTemplate, ...] = (
     FunnelTemplate(
-        key="browse_to_purchase", name="Browse to purchase",
+        key="browse_to_purchase",
+        name="Browse to purchase",
         description="From any page to a completed purchase, through a product page, the cart and checkout.",
         steps=["page_view", "product_view", "add_to_cart", "checkout_begin", "purchase"],
-        window_seconds=DEFAULT_WINDOW_SECONDS, order="sequential",
+        window_seconds=DEFAULT_WINDOW_SECONDS,
+        order="sequential",
     ),
     FunnelTemplate(
-        key="search_to_cart", name="Search to cart",
+        key="search_to_cart",
+        name="Search to cart",
         description="Searches that lead to a product page and an add to cart.",
         steps=["search_query", "search_results", "product_view", "add_to_cart"],
-        window_seconds=24 * 3600, order="sequential",
+        window_seconds=24 * 3600,
+        order="sequential",
     ),
     FunnelTemplate(
-        key="cart_to_checkout", name="Cart to checkout",
+        key="cart_to_checkout",
+        name="Cart to checkout",
         description="Carts that reach checkout and become a purchase.",
         steps=["add_to_cart", "checkout_begin", "purchase"],
-        window_seconds=7 * 24 * 3600, order="sequential",
+        window_seconds=7 * 24 * 3600,
+        order="sequential",
     ),
     FunnelTemplate(
-        key="category_to_cart", name="Category to cart",
+        key="category_to_cart",
+        name="Category to cart",
         description="Category browsing that leads to a product page and an add to cart.",
         steps=["category_view", "product_view", "add_to_cart"],
-        window_seconds=24 * 3600, order="sequential",
+        window_seconds=24 * 3600,
+        order="sequential",
     ),
     FunnelTemplate(
-        key="placement_to_cart", name="Placement to cart",
+        key="placement_to_cart",
+        name="Placement to cart",
         description="Personalised placements seen, clicked, and followed by an add to cart.",
         steps=["impression", "click", "add_to_cart"],
-        window_seconds=24 * 3600, order="sequential",
+        window_seconds=24 * 3600,
+        order="sequential",
     ),
     FunnelTemplate(
-        key="signup_to_first_purchase", name="Signup to first purchase",
+        key="signup_to_first_purchase",
+        name="Signup to first purchase",
         description="New accounts that buy within 30 days.",
         steps=["user_signup", "purchase"],
-        window_seconds=30 * 24 * 3600, order="sequential",
+        window_seconds=30 * 24 * 3600,
+        order="sequential",
     ),
-)  # fmt: skip
+)
 
 
 def definition_out(definition: dict[str, Any]) -> FunnelDefinitionOut:
@@ -92,9 +104,13 @@ def _record(
     conn: Connection, *, site: dict[str, Any], user_id: str, action: str, definition: dict[str, Any]
 ) -> None:
     activity.record(
-        conn, organization_id=site["organization_id"], site_id=site["id"], user_id=user_id,
-        action=action, details={"funnelDefinitionId": definition["id"], "name": definition["name"]},
-    )  # fmt: skip
+        conn,
+        organization_id=site["organization_id"],
+        site_id=site["id"],
+        user_id=user_id,
+        action=action,
+        details={"funnelDefinitionId": definition["id"], "name": definition["name"]},
+    )
 
 
 def create(store: Engine, *, principal: Principal, body: FunnelDefinitionCreate) -> dict[str, Any]:
@@ -102,9 +118,15 @@ def create(store: Engine, *, principal: Principal, body: FunnelDefinitionCreate)
     steps = parse_steps(body.steps)
     with store.begin() as conn:
         definition = funnel_definitions.create(
-            conn, site_id=site["id"], name=body.name, description=body.description, steps=[*steps],
-            window_seconds=body.window_seconds, order=body.order, created_by=principal.user_id,
-        )  # fmt: skip
+            conn,
+            site_id=site["id"],
+            name=body.name,
+            description=body.description,
+            steps=[*steps],
+            window_seconds=body.window_seconds,
+            order=body.order,
+            created_by=principal.user_id,
+        )
         _record(
             conn,
             site=site,
@@ -153,10 +175,15 @@ def duplicate(
 ) -> dict[str, Any]:
     with store.begin() as conn:
         copy = funnel_definitions.create(
-            conn, site_id=definition["site_id"], name=copy_name(definition["name"]),
-            description=definition["description"], steps=definition["steps"],
-            window_seconds=definition["window_seconds"], order=definition["order"], created_by=user_id,
-        )  # fmt: skip
+            conn,
+            site_id=definition["site_id"],
+            name=copy_name(definition["name"]),
+            description=definition["description"],
+            steps=definition["steps"],
+            window_seconds=definition["window_seconds"],
+            order=definition["order"],
+            created_by=user_id,
+        )
         _record(conn, site=site, user_id=user_id, action="funnel_definition.created", definition=copy)
     return copy
 
@@ -171,9 +198,14 @@ def analyze(
 ) -> FunnelDefinitionAnalysis:
     start, end = date_range(site, start_date, end_date)
     query = FunnelQuery(
-        site_id=site["id"], steps=parse_steps(definition["steps"]), start_date=start, end_date=end,
-        timezone=site["timezone"], window_seconds=definition["window_seconds"], order=definition["order"],
-    )  # fmt: skip
+        site_id=site["id"],
+        steps=parse_steps(definition["steps"]),
+        start_date=start,
+        end_date=end,
+        timezone=site["timezone"],
+        window_seconds=definition["window_seconds"],
+        order=definition["order"],
+    )
     return FunnelDefinitionAnalysis(
         definition=definition_out(definition), start_date=start, end_date=end, report=funnel(engine, query)
     )

@@ -16,7 +16,7 @@ from api.analytics.funnel_definition_schemas import (
     FunnelTemplate,
 )
 from api.analytics.scope import AnalyticsSite
-from api.deps import CurrentUser, StoreDep
+from api.deps import ConfigStoreDep, CurrentUser
 from api.schemas import IsoDate, Ok
 
 router = APIRouter(prefix="/analytics/funnels/definitions", tags=["analytics"])
@@ -33,7 +33,7 @@ def described(text: str) -> str:
 
 
 def owned_definition(
-    store: StoreDep,
+    store: ConfigStoreDep,
     principal: CurrentUser,
     definition_id: Annotated[str, Path(alias="id", description="The funnel definition id.")],
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -53,7 +53,7 @@ OwnedDefinition = Annotated[tuple[dict[str, Any], dict[str, Any]], Depends(owned
     ),
 )
 def create_funnel_definition(
-    body: FunnelDefinitionCreate, store: StoreDep, principal: CurrentUser
+    body: FunnelDefinitionCreate, store: ConfigStoreDep, principal: CurrentUser
 ) -> FunnelDefinitionOut:
     return service.definition_out(service.create(store, principal=principal, body=body))
 
@@ -63,7 +63,7 @@ def create_funnel_definition(
     response_model=list[FunnelDefinitionOut],
     description=described("The site's saved funnels, oldest first."),
 )
-def list_funnel_definitions(site: AnalyticsSite, store: StoreDep) -> list[FunnelDefinitionOut]:
+def list_funnel_definitions(site: AnalyticsSite, store: ConfigStoreDep) -> list[FunnelDefinitionOut]:
     return [service.definition_out(d) for d in service.list_for_site(store, site=site)]
 
 
@@ -94,7 +94,7 @@ def get_funnel_definition(owned: OwnedDefinition) -> FunnelDefinitionOut:
     ),
 )
 def update_funnel_definition(
-    body: FunnelDefinitionUpdate, owned: OwnedDefinition, store: StoreDep, principal: CurrentUser
+    body: FunnelDefinitionUpdate, owned: OwnedDefinition, store: ConfigStoreDep, principal: CurrentUser
 ) -> FunnelDefinitionOut:
     definition, site = owned
     updated = service.update(store, definition=definition, site=site, user_id=principal.user_id, body=body)
@@ -102,7 +102,7 @@ def update_funnel_definition(
 
 
 @router.delete("/{id}", response_model=Ok, description=described("Delete a saved funnel."))
-def delete_funnel_definition(owned: OwnedDefinition, store: StoreDep, principal: CurrentUser) -> Ok:
+def delete_funnel_definition(owned: OwnedDefinition, store: ConfigStoreDep, principal: CurrentUser) -> Ok:
     definition, site = owned
     service.delete(store, definition=definition, site=site, user_id=principal.user_id)
     return Ok()
@@ -115,7 +115,7 @@ def delete_funnel_definition(owned: OwnedDefinition, store: StoreDep, principal:
     description=described("A copy in the same site named `<name> (copy)`, created by the caller."),
 )
 def duplicate_funnel_definition(
-    owned: OwnedDefinition, store: StoreDep, principal: CurrentUser
+    owned: OwnedDefinition, store: ConfigStoreDep, principal: CurrentUser
 ) -> FunnelDefinitionOut:
     definition, site = owned
     return service.definition_out(

@@ -94,15 +94,20 @@ def funnel_filters(
             "order, so step n counts the people who did step 1 and any n - 1 of the others (a step's "
             "name is then a position: not all of them did that event)."
         ),
-    ] = "sequential",  # fmt: skip
+    ] = "sequential",
 ) -> FunnelQuery:
     """The funnel of the query string, for a site the caller may analyse."""
     names = parse_steps(steps)
     start, end = date_range(site, start_date, end_date)
     return FunnelQuery(
-        site_id=site["id"], steps=names, start_date=start, end_date=end, timezone=site["timezone"],
-        window_seconds=window_seconds, order=order,
-    )  # fmt: skip
+        site_id=site["id"],
+        steps=names,
+        start_date=start,
+        end_date=end,
+        timezone=site["timezone"],
+        window_seconds=window_seconds,
+        order=order,
+    )
 
 
 FunnelFilters = Annotated[FunnelQuery, Depends(funnel_filters)]
@@ -110,8 +115,13 @@ ExportFormat = Annotated[
     Literal["csv", "json"], Query(description="csv (RFC 4180, header row) or json (array of objects).")
 ]
 STEP_COLUMNS = (
-    "eventName", "count", "conversionRate", "dropOff", "avgTimeToConvertSeconds", "medianTimeToConvertSeconds",
-)  # fmt: skip
+    "eventName",
+    "count",
+    "conversionRate",
+    "dropOff",
+    "avgTimeToConvertSeconds",
+    "medianTimeToConvertSeconds",
+)
 PERSON_COLUMNS = ("personId", "reachedAt")
 PERSON_ROW_SCHEMA = {
     "type": "object",

@@ -104,9 +104,18 @@ def funnel(request: Request, query: Range) -> JourneyFunnel:
 
 
 EXPORT_COLUMNS = (
-    "journeyId", "personId", "visitorId", "startedAt", "endedAt", "durationSeconds", "eventCount", "converted",
-    "entryUrl", "exitUrl", "revenue",
-)  # fmt: skip
+    "journeyId",
+    "personId",
+    "visitorId",
+    "startedAt",
+    "endedAt",
+    "durationSeconds",
+    "eventCount",
+    "converted",
+    "entryUrl",
+    "exitUrl",
+    "revenue",
+)
 
 
 def _csv_line(values: list[Any]) -> str:

@@ -9,9 +9,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 
 from api.analytics.scope import Analyst, Days, SiteFilter
-from api.deps import Principal, StoreDep, load_owned_site
+from api.deps import ConfigStoreDep, Principal, load_owned_site
 from queries.overview import Scope, daily_activity, event_breakdown, overview, revenue_by_currency
-from warehouse.catalog import activity, sites
+from warehouse.config_store import activity, sites
 
 router = APIRouter(prefix="/analytics", tags=["analytics"])
 
@@ -29,7 +29,7 @@ def _scope(store, principal: Principal, site_id: str | None, days: int) -> Scope
 
 @router.get("/overview")
 def get_overview(
-    request: Request, store: StoreDep, principal: Analyst, days: Days = 30, site_id: SiteFilter = None
+    request: Request, store: ConfigStoreDep, principal: Analyst, days: Days = 30, site_id: SiteFilter = None
 ):
     """Events, people (a person is the linked user when a visitor was ever identified), sessions,
     page views and orders; the share of people who bought; revenue per currency (`mixedCurrency` is true
@@ -43,7 +43,7 @@ def _change(current: int, previous: int) -> float | None:
 
 @router.get("/dashboard-summary")
 def dashboard_summary(
-    request: Request, store: StoreDep, principal: Analyst, days: Days = 30, site_id: SiteFilter = None
+    request: Request, store: ConfigStoreDep, principal: Analyst, days: Days = 30, site_id: SiteFilter = None
 ) -> dict[str, Any]:
     """The overview of the last `days` days next to the `days` days before, with relative change
     (null when the earlier period had none), and a daily trend with zero days included."""
@@ -68,7 +68,7 @@ def dashboard_summary(
 
 @router.get("/events/breakdown")
 def events_breakdown(
-    request: Request, store: StoreDep, principal: Analyst, days: Days = 30, site_id: SiteFilter = None
+    request: Request, store: ConfigStoreDep, principal: Analyst, days: Days = 30, site_id: SiteFilter = None
 ) -> dict[str, Any]:
     """Events by canonical name with their family, count and distinct people, most frequent first."""
     scope = _scope(store, principal, site_id, days)
@@ -77,7 +77,7 @@ def events_breakdown(
 
 @router.get("/activity-logs")
 def activity_logs(
-    store: StoreDep,
+    store: ConfigStoreDep,
     principal: Analyst,
     site_id: SiteFilter = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
@@ -91,8 +91,15 @@ def activity_logs(
         )
     return {
         "logs": [
-            {"id": r["id"], "action": r["action"], "siteId": r["site_id"], "userId": r["user_id"],
-             "message": r["message"], "details": r["details"], "createdAt": r["created_at"].isoformat()}
+            {
+                "id": r["id"],
+                "action": r["action"],
+                "siteId": r["site_id"],
+                "userId": r["user_id"],
+                "message": r["message"],
+                "details": r["details"],
+                "createdAt": r["created_at"].isoformat(),
+            }
             for r in rows
         ]
-    }  # fmt: skip
+    }

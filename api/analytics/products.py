@@ -15,7 +15,7 @@ from pydantic.alias_generators import to_camel
 from starlette.concurrency import run_in_threadpool
 
 from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite, check_range_length, date_range
-from api.deps import CurrentUser, StoreDep, WritableSiteById
+from api.deps import ConfigStoreDep, CurrentUser, WritableSiteById
 from api.errors import BadRequest, NotFound, PayloadTooLarge
 from api.schemas import CURRENCY_ENUM, IsoDate
 from ingest.currency import normalise_currency
@@ -41,8 +41,8 @@ from queries.products import (
     top_sales,
     tracking_status,
 )
-from warehouse.catalog import products as catalog
-from warehouse.catalog.product_identity import product_id_for
+from warehouse.config_store import products as catalog
+from warehouse.config_store.product_identity import product_id_for
 
 MAX_FEED_BYTES = 50 * 1024 * 1024
 # Under the router's prefix; the general body limit leaves it to MAX_FEED_BYTES (``api.app``).
@@ -191,7 +191,7 @@ class CatalogPageOut(_Camel):
 @product_router.get("/catalog", response_model=CatalogPageOut, response_model_by_alias=True)
 def product_catalog(
     request: Request,
-    store: StoreDep,
+    store: ConfigStoreDep,
     site: AnalyticsSite,
     search: Annotated[
         str | None,
@@ -213,9 +213,13 @@ def product_catalog(
     with store.connect() as conn:
         found = catalog.list(conn, site_id=site["id"], search=needle, offset=(page - 1) * limit, limit=limit)
     return CatalogPageOut(
-        products=[product_out(r) for r in found.rows], total=found.total, page=page, limit=limit,
-        total_pages=max(1, math.ceil(found.total / limit)), search=needle,
-    )  # fmt: skip
+        products=[product_out(r) for r in found.rows],
+        total=found.total,
+        page=page,
+        limit=limit,
+        total_pages=max(1, math.ceil(found.total / limit)),
+        search=needle,
+    )
 
 
 class FeedRejection(_Camel):
@@ -263,7 +267,7 @@ FEED_DESCRIPTION = (
 )
 async def product_feed(
     request: Request,
-    store: StoreDep,
+    store: ConfigStoreDep,
     site: WritableSiteById,
     principal: CurrentUser,
     format: Annotated[
@@ -341,7 +345,7 @@ class FeedsSummary(_Camel):
 
 
 @product_router.get("/feeds-summary", response_model=FeedsSummary, response_model_by_alias=True)
-def feeds_summary(request: Request, store: StoreDep, site: AnalyticsSite) -> FeedsSummary:
+def feeds_summary(request: Request, store: ConfigStoreDep, site: AnalyticsSite) -> FeedsSummary:
     """Where the catalog comes from: `products` in all, `fromFeed` (named by a feed import),
     `seenOnlyInEvents` (known only from events and orders), `feedProductsSeenInEvents` (from a feed and
     also seen), the number of `imports`, rows refused over all imports (`rejectedRowsTotal`), and the
@@ -353,16 +357,27 @@ def feeds_summary(request: Request, store: StoreDep, site: AnalyticsSite) -> Fee
     record = None
     if last is not None:
         record = FeedImportRecord(
-            import_id=last["id"], imported_at=last["created_at"], source=last["source"], format=last["format"],
-            file_name=last["file_name"], rows_read=last["rows_read"], accepted=last["accepted"],
-            created=last["created_products"], rejected=last["rejected"],
-            rejected_by_code=last["rejections"].get("byCode", {}), rejections=last["rejections"].get("rows", []),
-        )  # fmt: skip
+            import_id=last["id"],
+            imported_at=last["created_at"],
+            source=last["source"],
+            format=last["format"],
+            file_name=last["file_name"],
+            rows_read=last["rows_read"],
+            accepted=last["accepted"],
+            created=last["created_products"],
+            rejected=last["rejected"],
+            rejected_by_code=last["rejections"].get("byCode", {}),
+            rejections=last["rejections"].get("rows", []),
+        )
     return FeedsSummary(
-        products=counts["products"], from_feed=counts["from_feed"], seen_only_in_events=counts["seen_only"],
-        feed_products_seen_in_events=counts["feed_and_seen"], imports=number, rejected_rows_total=refused,
+        products=counts["products"],
+        from_feed=counts["from_feed"],
+        seen_only_in_events=counts["seen_only"],
+        feed_products_seen_in_events=counts["feed_and_seen"],
+        imports=number,
+        rejected_rows_total=refused,
         last_import=record,
-    )  # fmt: skip
+    )
 
 
 # --- one product ------------------------------------------------------------------------------------
@@ -390,7 +405,7 @@ ONE_PRODUCT = (
     responses=PRODUCT_NOT_FOUND,
 )
 def overview(
-    request: Request, store: StoreDep, site: AnalyticsSite, product_id: ProductId, query: Range
+    request: Request, store: ConfigStoreDep, site: AnalyticsSite, product_id: ProductId, query: Range
 ) -> ProductOverview:
     """One product in the range: `views` (product_view events) and `uniqueViewers`; `addToCarts`
     (add_to_cart events) and `addToCartPeople`; `purchases` (sales holding the product), `unitsSold`
@@ -410,7 +425,7 @@ def overview(
     responses=PRODUCT_NOT_FOUND,
 )
 def dwell_time(
-    request: Request, store: StoreDep, site: AnalyticsSite, product_id: ProductId, query: Range
+    request: Request, store: ConfigStoreDep, site: AnalyticsSite, product_id: ProductId, query: Range
 ) -> ProductDwell:
     """Time spent on the product from its `product_dwell_time` events: seconds from
     `metadata.dwellTimeSeconds` (also read: `dwellSeconds`, `durationSeconds`; milliseconds from
@@ -432,7 +447,7 @@ def dwell_time(
 )
 def associations(
     request: Request,
-    store: StoreDep,
+    store: ConfigStoreDep,
     site: AnalyticsSite,
     product_id: ProductId,
     query: Range,
@@ -481,7 +496,7 @@ def associations(
 @product_router.get("/top", response_model=TopProducts, response_model_by_alias=True)
 def top(
     request: Request,
-    store: StoreDep,
+    store: ConfigStoreDep,
     site: AnalyticsSite,
     query: Range,
     sort_by: Annotated[
@@ -521,7 +536,7 @@ def top(
 
 
 @product_router.get("/tracking-status", response_model=TrackingStatus, response_model_by_alias=True)
-def tracking(request: Request, store: StoreDep, site: AnalyticsSite, query: Range) -> TrackingStatus:
+def tracking(request: Request, store: ConfigStoreDep, site: AnalyticsSite, query: Range) -> TrackingStatus:
     """Whether product tracking works, over the range (default the last 30 days): per product event name
     (`product_impression`, `product_click`, `product_view`, `product_dwell_time`, `add_to_cart`,
     `wishlist`) the `events`, distinct `products`, `lastAt`, and how many carry `metadata.name`
@@ -545,7 +560,7 @@ def tracking(request: Request, store: StoreDep, site: AnalyticsSite, query: Rang
             from_feed=counts["from_feed"],
             seen_only_in_events=counts["seen_only"],
             feed_products_seen=counts["feed_and_seen"],
-        ),  # fmt: skip
+        ),
         module_enabled=enabled if isinstance(enabled, bool) else None,
     )
 

@@ -197,9 +197,14 @@ def breakdown(
     `totalRevenue`. Most clicked first, then most seen, then by id; `total` counts every row, `limit` /
     `offset` page them. The top level sums the same figures over every recommendation, per currency."""
     return recommendations_breakdown(
-        request.app.state.engine, report, site_currency=site["currency"], model=model,
-        lookback_days=lookback_days, limit=limit, offset=offset,
-    )  # fmt: skip
+        request.app.state.engine,
+        report,
+        site_currency=site["currency"],
+        model=model,
+        lookback_days=lookback_days,
+        limit=limit,
+        offset=offset,
+    )
 
 
 @router.get(

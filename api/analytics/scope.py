@@ -9,13 +9,13 @@ from zoneinfo import ZoneInfo
 from fastapi import Depends, Query
 
 from api.auth.permissions import ANALYTICS_VIEW
-from api.deps import CurrentUser, Principal, StoreDep, load_owned_site, require
+from api.deps import ConfigStoreDep, CurrentUser, Principal, load_owned_site, require
 from api.errors import BadRequest, Forbidden
 from api.schemas import EARLIEST_REPORT_DATE, LATEST_REPORT_DATE, SITE_ID_FORMAT
 from ingest.schemas import SiteIdText
 
 
-def analytics_site(store: StoreDep, principal: CurrentUser, siteId: SiteIdText) -> dict[str, Any]:
+def analytics_site(store: ConfigStoreDep, principal: CurrentUser, siteId: SiteIdText) -> dict[str, Any]:
     """The site of the path (or of the query string, on routes without one in the path), for a caller
     with `analytics:view` in the organisation that owns it."""
     site = load_owned_site(store, principal, siteId)

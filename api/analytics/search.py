@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.routing import APIRoute
 
 from api.analytics.scope import Analyst, Days, Limit, SiteFilter
-from api.deps import Principal, StoreDep, load_owned_site
+from api.deps import ConfigStoreDep, Principal, load_owned_site
 from queries.overview import Scope
 from queries.search_analytics import (
     TopProducts,
@@ -19,7 +19,7 @@ from queries.search_analytics import (
     top_queries,
     zero_result_queries,
 )
-from warehouse.catalog import sites
+from warehouse.config_store import sites
 
 router = APIRouter(prefix="/analytics/search", tags=["analytics"])
 
@@ -60,9 +60,13 @@ def _scope(store, principal: Principal, site_id: str | None, days: int) -> Scope
 
 @router.get("/top-queries", response_model=TopQueries, response_model_by_alias=True)
 def get_top_queries(
-    request: Request, store: StoreDep, principal: Analyst, site_id: SiteFilter = None, days: Days = 30,
+    request: Request,
+    store: ConfigStoreDep,
+    principal: Analyst,
+    site_id: SiteFilter = None,
+    days: Days = 30,
     limit: Limit = 20,
-) -> TopQueries:  # fmt: skip
+) -> TopQueries:
     """Queries by number of searches (then by query): `searches`, `people`, `zeroResultSearches` and
     `zeroResultRate` (zero-result searches / searches), `avgResultCount` (mean `resultCount` of its
     `search_results` events; null when none reported one), `clicks` (search clicks attributed to the
@@ -74,9 +78,13 @@ def get_top_queries(
 
 @router.get("/zero-results", response_model=ZeroResults, response_model_by_alias=True)
 def get_zero_results(
-    request: Request, store: StoreDep, principal: Analyst, site_id: SiteFilter = None, days: Days = 30,
+    request: Request,
+    store: ConfigStoreDep,
+    principal: Analyst,
+    site_id: SiteFilter = None,
+    days: Days = 30,
     limit: Limit = 20,
-) -> ZeroResults:  # fmt: skip
+) -> ZeroResults:
     """Queries that found nothing at least once, by number of zero-result searches: `zeroResultSearches`,
     all its `searches`, `zeroResultRate`, `people` (who found nothing) and `lastSeenAt` (the latest zero result).
     `totalZeroResultSearches` and `totalQueries` cover every such query, also those past `limit`."""
@@ -85,9 +93,13 @@ def get_zero_results(
 
 @router.get("/top-products", response_model=TopProducts, response_model_by_alias=True)
 def get_top_products(
-    request: Request, store: StoreDep, principal: Analyst, site_id: SiteFilter = None, days: Days = 30,
+    request: Request,
+    store: ConfigStoreDep,
+    principal: Analyst,
+    site_id: SiteFilter = None,
+    days: Days = 30,
     limit: Limit = 20,
-) -> TopProducts:  # fmt: skip
+) -> TopProducts:
     """Products by search clicks (then people, then code): `productId` (the canonical uuid of the site's
     `productItemCode`), `clicks`, `people`, `queries` (distinct queries that led to it) and `topQueries`
     (the three with most clicks). `totalClicks` covers every product, also those past `limit`."""

@@ -55,12 +55,22 @@ def metrics(request: Request, site: AnalyticsSite, days: Days = 30) -> dict[str,
 
 @router.get("/events")
 def events(
-    request: Request, site: AnalyticsSite, days: Days = 30, limit: Limit = 50, offset: Offset = 0,
+    request: Request,
+    site: AnalyticsSite,
+    days: Days = 30,
+    limit: Limit = 50,
+    offset: Offset = 0,
     name: EventName = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """The site's events, newest first, paged (`total` counts every match)."""
-    return events_page(request.app.state.engine, site["id"], _scope(site, days), limit=limit, offset=offset,
-                       name=_event_name(name))  # fmt: skip
+    return events_page(
+        request.app.state.engine,
+        site["id"],
+        _scope(site, days),
+        limit=limit,
+        offset=offset,
+        name=_event_name(name),
+    )
 
 
 @router.get("/events/types")
@@ -97,8 +107,15 @@ def events_timeseries(
     check_range_length(start, end)
     if interval == "hour" and (end - start).days > 31:
         raise BadRequest("Hourly series cover at most 31 days", code="RANGE_TOO_LONG_FOR_INTERVAL")
-    series = timeseries(request.app.state.engine, site["id"], start=start, end=end, timezone=site["timezone"],
-                        interval=interval, name=_event_name(name))  # fmt: skip
+    series = timeseries(
+        request.app.state.engine,
+        site["id"],
+        start=start,
+        end=end,
+        timezone=site["timezone"],
+        interval=interval,
+        name=_event_name(name),
+    )
     return {"interval": interval, "timezone": site["timezone"], "series": series}
 
 
@@ -108,5 +125,11 @@ def datalayer_events(
 ) -> dict[str, Any]:
     """Events captured from the storefront's data layer: those whose `metadata.source` is `dataLayer`
     (the web library marks events it maps from `externalDataLayerName`)."""
-    return events_page(request.app.state.engine, site["id"], _scope(site, days), limit=limit, offset=offset,
-                       source=DATA_LAYER_SOURCE)  # fmt: skip
+    return events_page(
+        request.app.state.engine,
+        site["id"],
+        _scope(site, days),
+        limit=limit,
+        offset=offset,
+        source=DATA_LAYER_SOURCE,
+    )

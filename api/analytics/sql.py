@@ -21,7 +21,7 @@ from api.analytics.sql_schemas import (
     SqlQueryIn,
     SqlResultOut,
 )
-from api.deps import CurrentUser, SettingsDep, StoreDep
+from api.deps import ConfigStoreDep, CurrentUser, SettingsDep
 from api.errors import ERROR_RESPONSE_SCHEMA
 from api.schemas import Ok
 from queries.adhoc_sql import SqlResult
@@ -68,15 +68,17 @@ RESULT_RESPONSES: dict[int | str, dict[str, Any]] = {
             "application/vnd.apache.parquet": {"schema": {"type": "string", "format": "binary"}},
         },
         "headers": {
-            TRUNCATED_HEADER: {"description": "true when the query had more rows than `limit`",
-                               "schema": {"type": "string"}},
+            TRUNCATED_HEADER: {
+                "description": "true when the query had more rows than `limit`",
+                "schema": {"type": "string"},
+            },
             ROW_COUNT_HEADER: {"description": "Rows in the answer", "schema": {"type": "integer"}},
         },
     },
     408: ERROR_RESPONSE_SCHEMA,
     409: ERROR_RESPONSE_SCHEMA,
     503: ERROR_RESPONSE_SCHEMA,
-}  # fmt: skip
+}
 
 
 def respond(result: SqlResult, *, format: Format) -> Response:
@@ -108,14 +110,22 @@ def respond(result: SqlResult, *, format: Format) -> Response:
     ),
 )
 def run_sql(
-    request: Request, body: SqlQueryIn, store: StoreDep, principal: CurrentUser, settings: SettingsDep
+    request: Request, body: SqlQueryIn, store: ConfigStoreDep, principal: CurrentUser, settings: SettingsDep
 ) -> Response:
     site = service.sql_site(store, principal, body.site_id)
     result = service.run_adhoc(
-        request.app.state.engine.lake, request.app.state.sql_sandbox, settings, site=site,
-        user_id=principal.user_id, query=body.query, dialect=body.dialect, parameters=body.parameters, format=body.format, limit=body.limit,
+        request.app.state.engine.lake,
+        request.app.state.sql_sandbox,
+        settings,
+        site=site,
+        user_id=principal.user_id,
+        query=body.query,
+        dialect=body.dialect,
+        parameters=body.parameters,
+        format=body.format,
+        limit=body.limit,
         timeout_ms=body.timeout_ms,
-    )  # fmt: skip
+    )
     return respond(result, format=body.format)
 
 
@@ -124,7 +134,7 @@ def run_sql(
 
 def _owned(write: bool):
     def load(
-        store: StoreDep,
+        store: ConfigStoreDep,
         principal: CurrentUser,
         query_id: Annotated[str, Path(alias="id", description="The saved query id.")],
     ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -149,7 +159,9 @@ WritableSaved = Annotated[tuple[dict[str, Any], dict[str, Any]], _owned(write=Tr
         f"{REFUSALS}\n\n{WRITE_ACCESS}"
     ),
 )
-def create_saved_query(body: SavedQueryCreate, store: StoreDep, principal: CurrentUser) -> SavedQueryOut:
+def create_saved_query(
+    body: SavedQueryCreate, store: ConfigStoreDep, principal: CurrentUser
+) -> SavedQueryOut:
     return service.saved_out(service.create(store, principal=principal, body=body))
 
 
@@ -158,7 +170,7 @@ def create_saved_query(body: SavedQueryCreate, store: StoreDep, principal: Curre
     response_model=list[SavedQueryOut],
     description=f"The site's saved queries, by name.\n\n{READ_ACCESS}",
 )
-def list_saved_queries(site: AnalyticsSite, store: StoreDep) -> list[SavedQueryOut]:
+def list_saved_queries(site: AnalyticsSite, store: ConfigStoreDep) -> list[SavedQueryOut]:
     return [service.saved_out(q) for q in service.list_for_site(store, site=site)]
 
 
@@ -178,7 +190,7 @@ def get_saved_query(owned: ReadableSaved) -> SavedQueryOut:
     ),
 )
 def update_saved_query(
-    body: SavedQueryUpdate, owned: WritableSaved, store: StoreDep, principal: CurrentUser
+    body: SavedQueryUpdate, owned: WritableSaved, store: ConfigStoreDep, principal: CurrentUser
 ) -> SavedQueryOut:
     saved, site = owned
     return service.saved_out(
@@ -187,7 +199,7 @@ def update_saved_query(
 
 
 @router.delete("/saved/{id}", response_model=Ok, description=f"Delete a saved query.\n\n{WRITE_ACCESS}")
-def delete_saved_query(owned: WritableSaved, store: StoreDep, principal: CurrentUser) -> Ok:
+def delete_saved_query(owned: WritableSaved, store: ConfigStoreDep, principal: CurrentUser) -> Ok:
     saved, site = owned
     service.delete(store, saved=saved, site=site, user_id=principal.user_id)
     return Ok()
@@ -212,8 +224,15 @@ def run_saved_query(
 ) -> Response:
     saved, site = owned
     result = service.run_saved(
-        request.app.state.engine.lake, request.app.state.sql_sandbox, settings, saved=saved, site=site,
-        user_id=principal.user_id, parameters=body.parameters, format=body.format, limit=body.limit,
+        request.app.state.engine.lake,
+        request.app.state.sql_sandbox,
+        settings,
+        saved=saved,
+        site=site,
+        user_id=principal.user_id,
+        parameters=body.parameters,
+        format=body.format,
+        limit=body.limit,
         timeout_ms=body.timeout_ms,
-    )  # fmt: skip
+    )
     return respond(result, format=body.format)

@@ -31,7 +31,7 @@ from queries.adhoc_sql import (
     execute,
 )
 from queries.adhoc_sql_guard import GuardedQuery, SqlError, SqlTimeout, guard
-from warehouse.catalog import activity, saved_queries
+from warehouse.config_store import activity, saved_queries
 from warehouse.lake import Lake
 
 log = structlog.get_logger("aisle.sql")
@@ -99,16 +99,35 @@ def run(
     fingerprint = hashlib.sha256(query.sql.encode()).hexdigest()[:16]
     try:
         result = execute(
-            lake, query, site_id=site["id"], parameters=parameters, limit=limit, timeout_ms=timeout_ms,
+            lake,
+            query,
+            site_id=site["id"],
+            parameters=parameters,
+            limit=limit,
+            timeout_ms=timeout_ms,
             sandbox=sandbox,
-        )  # fmt: skip
+        )
     except SqlError as error:
-        log.info("adhoc_sql", site_id=site["id"], user_id=user_id, saved_query_id=saved_query_id,
-                 sql_hash=fingerprint, outcome=error.code)  # fmt: skip
+        log.info(
+            "adhoc_sql",
+            site_id=site["id"],
+            user_id=user_id,
+            saved_query_id=saved_query_id,
+            sql_hash=fingerprint,
+            outcome=error.code,
+        )
         raise http_error(error) from None
-    log.info("adhoc_sql", site_id=site["id"], user_id=user_id, saved_query_id=saved_query_id,
-             sql_hash=fingerprint, outcome="ok", rows=result.table.num_rows, truncated=result.truncated,
-             elapsed_ms=result.elapsed_ms)  # fmt: skip
+    log.info(
+        "adhoc_sql",
+        site_id=site["id"],
+        user_id=user_id,
+        saved_query_id=saved_query_id,
+        sql_hash=fingerprint,
+        outcome="ok",
+        rows=result.table.num_rows,
+        truncated=result.truncated,
+        elapsed_ms=result.elapsed_ms,
+    )
     return result
 
 
@@ -133,8 +152,17 @@ def run_adhoc(
     row_limit, time_limit = limits(settings, format=format, limit=limit, timeout_ms=timeout_ms)
     guarded = _guard(query, dialect)
     values = parameters if declared is None else bound_values(declared, parameters)
-    return run(lake, sandbox, site=site, user_id=user_id, query=guarded, parameters=values, limit=row_limit,
-               timeout_ms=time_limit, saved_query_id=saved_query_id)  # fmt: skip
+    return run(
+        lake,
+        sandbox,
+        site=site,
+        user_id=user_id,
+        query=guarded,
+        parameters=values,
+        limit=row_limit,
+        timeout_ms=time_limit,
+        saved_query_id=saved_query_id,
+    )
 
 
 # --- parameters of saved queries ----------------------------------------------------------------------
@@ -175,9 +203,15 @@ def coerce(parameter: SavedQueryParameter, value: ParameterValue) -> Any:
         if moment is None or moment.tzinfo is None:
             raise _invalid(name, "an ISO 8601 timestamp with an offset, e.g. 2024-03-01T00:00:00Z")
         return moment.astimezone(UTC)
-    expected = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
-                "string_list": "a list of strings", "date": "a date as YYYY-MM-DD",
-                "timestamp": "an ISO 8601 timestamp"}[kind]  # fmt: skip
+    expected = {
+        "string": "a string",
+        "integer": "an integer",
+        "number": "a number",
+        "boolean": "true or false",
+        "string_list": "a list of strings",
+        "date": "a date as YYYY-MM-DD",
+        "timestamp": "an ISO 8601 timestamp",
+    }[kind]
     raise _invalid(name, expected)
 
 
@@ -188,18 +222,25 @@ def check_saved(query: str, dialect: str, parameters: list[SavedQueryParameter])
     declared = [p.name for p in parameters]
     duplicates = sorted({n for n in declared if declared.count(n) > 1})
     if duplicates:
-        raise BadRequest(f"Declare each parameter once: {', '.join(duplicates)}", code="SQL_PARAMETER_DUPLICATE",
-                         details={"duplicates": duplicates})  # fmt: skip
+        raise BadRequest(
+            f"Declare each parameter once: {', '.join(duplicates)}",
+            code="SQL_PARAMETER_DUPLICATE",
+            details={"duplicates": duplicates},
+        )
     undeclared = [n for n in guarded.parameters if n not in declared]
     if undeclared:
         raise BadRequest(
             f"Declare every parameter the query uses in `parameters`: {', '.join(undeclared)}",
-            code="SQL_PARAMETER_UNDECLARED", details={"undeclared": undeclared},
-        )  # fmt: skip
+            code="SQL_PARAMETER_UNDECLARED",
+            details={"undeclared": undeclared},
+        )
     unused = [n for n in declared if n not in guarded.parameters]
     if unused:
-        raise BadRequest(f"The query does not use the declared parameters {', '.join(unused)}",
-                         code="SQL_PARAMETER_UNUSED", details={"unused": unused})  # fmt: skip
+        raise BadRequest(
+            f"The query does not use the declared parameters {', '.join(unused)}",
+            code="SQL_PARAMETER_UNUSED",
+            details={"unused": unused},
+        )
     for parameter in parameters:
         coerce(parameter, parameter.default)
     return guarded
@@ -212,20 +253,25 @@ def bound_values(parameters: list[SavedQueryParameter], given: dict[str, Paramet
     if unknown:
         raise BadRequest(
             f"The saved query has no parameter named {', '.join(unknown)}",
-            code="SQL_PARAMETER_UNKNOWN", details={"unknown": unknown, "parameters": [*declared]},
-        )  # fmt: skip
+            code="SQL_PARAMETER_UNKNOWN",
+            details={"unknown": unknown, "parameters": [*declared]},
+        )
     missing = [p.name for p in parameters if p.required and p.name not in given]
     if missing:
-        raise BadRequest(f"Give a value for every required parameter; missing: {', '.join(missing)}",
-                         code="SQL_PARAMETER_MISSING", details={"missing": missing})  # fmt: skip
+        raise BadRequest(
+            f"Give a value for every required parameter; missing: {', '.join(missing)}",
+            code="SQL_PARAMETER_MISSING",
+            details={"missing": missing},
+        )
     for parameter in parameters:
         if parameter.name in given and given[parameter.name] is None and not parameter.nullable:
             # An explicit null used to bind NULL in place of the default and quietly match nothing.
             hint = "give a value" if parameter.required else "leave it out to use its default"
             raise BadRequest(
                 f"Parameter '{parameter.name}' cannot be null (it is not declared nullable); {hint}",
-                code="SQL_PARAMETER_INVALID", details={"parameter": parameter.name},
-            )  # fmt: skip
+                code="SQL_PARAMETER_INVALID",
+                details={"parameter": parameter.name},
+            )
     return {p.name: coerce(p, given.get(p.name, p.default)) for p in parameters}
 
 
@@ -252,9 +298,13 @@ def _record(
     conn: Connection, *, site: dict[str, Any], user_id: str, action: str, saved: dict[str, Any]
 ) -> None:
     activity.record(
-        conn, organization_id=site["organization_id"], site_id=site["id"], user_id=user_id, action=action,
+        conn,
+        organization_id=site["organization_id"],
+        site_id=site["id"],
+        user_id=user_id,
+        action=action,
         details={"savedQueryId": saved["id"], "name": saved["name"]},
-    )  # fmt: skip
+    )
 
 
 def _name_taken(name: str) -> Conflict:
@@ -267,10 +317,15 @@ def create(store: Engine, *, principal: Principal, body: SavedQueryCreate) -> di
     try:
         with store.begin() as conn:
             saved = saved_queries.create(
-                conn, site_id=site["id"], name=body.name, description=body.description, query=body.query,
-                dialect=guarded.dialect, parameters=[p.model_dump() for p in body.parameters],
+                conn,
+                site_id=site["id"],
+                name=body.name,
+                description=body.description,
+                query=body.query,
+                dialect=guarded.dialect,
+                parameters=[p.model_dump() for p in body.parameters],
                 created_by=principal.user_id,
-            )  # fmt: skip
+            )
             _record(conn, site=site, user_id=principal.user_id, action="saved_query.created", saved=saved)
     except saved_queries.NameTaken:
         raise _name_taken(body.name) from None
@@ -327,7 +382,17 @@ def run_saved(
 ) -> SqlResult:
     # Guarded again on every run: the guard may have grown stricter since the query was saved.
     return run_adhoc(
-        lake, sandbox, settings, site=site, user_id=user_id, query=saved["query"], dialect=saved["dialect"],
-        parameters=parameters, format=format, limit=limit, timeout_ms=timeout_ms, declared=_parameters(saved),
+        lake,
+        sandbox,
+        settings,
+        site=site,
+        user_id=user_id,
+        query=saved["query"],
+        dialect=saved["dialect"],
+        parameters=parameters,
+        format=format,
+        limit=limit,
+        timeout_ms=timeout_ms,
+        declared=_parameters(saved),
         saved_query_id=saved["id"],
-    )  # fmt: skip
+    )

@@ -14,7 +14,7 @@ from aisle.settings import Settings
 from api.auth import tokens
 from api.errors import BadRequest, Conflict
 from api.throttle import GuessThrottle, Limit
-from warehouse.catalog import backup_codes, users
+from warehouse.config_store import backup_codes, users
 from warehouse.hotstate import HotState
 
 ISSUER_NAME = "Aisle"

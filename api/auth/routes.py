@@ -29,17 +29,17 @@ from api.auth.schemas import (
 )
 from api.deps import (
     ClientAddress,
+    ConfigStoreDep,
     CurrentUser,
     HotStateDep,
     MfaGuesses,
     OutboxDep,
     SettingsDep,
-    StoreDep,
 )
 from api.errors import error_response
 from api.schemas import Ok
 from api.throttle import Limit, headers_on_errors, throttle
-from warehouse.catalog import users
+from warehouse.config_store import users
 
 router = APIRouter(prefix="/auth", tags=["auth"])
 
@@ -65,7 +65,7 @@ MFA_ALREADY_ENABLED = {409: error_response("MFA is already enabled; disable it f
 )
 def register(
     body: RegisterBody,
-    store: StoreDep,
+    store: ConfigStoreDep,
     settings: SettingsDep,
     outbox: OutboxDep,
     hot: HotStateDep,
@@ -93,7 +93,7 @@ def register(
 @router.post("/login", response_model=Tokens | MfaChallenge, responses=THROTTLED)
 def login(
     body: LoginBody,
-    store: StoreDep,
+    store: ConfigStoreDep,
     settings: SettingsDep,
     hot: HotStateDep,
     address: ClientAddress,
@@ -114,7 +114,7 @@ def login(
 @router.post("/login/verify-mfa", response_model=Tokens, responses=THROTTLED)
 def verify_mfa_login(
     body: VerifyMfaLoginBody,
-    store: StoreDep,
+    store: ConfigStoreDep,
     settings: SettingsDep,
     hot: HotStateDep,
     address: ClientAddress,
@@ -135,21 +135,21 @@ def verify_mfa_login(
 
 
 @router.post("/refresh", response_model=Tokens)
-def refresh(body: RefreshBody, store: StoreDep, settings: SettingsDep) -> Tokens:
+def refresh(body: RefreshBody, store: ConfigStoreDep, settings: SettingsDep) -> Tokens:
     """Rotate: the given refresh token is spent and a new pair returned. Presenting a spent token
     again revokes the whole session family (401 `REFRESH_TOKEN_REUSED`)."""
     return _tokens(service.refresh(store, settings, refresh_token=body.refresh_token))
 
 
 @router.post("/logout", response_model=Ok)
-def logout(body: RefreshBody, store: StoreDep) -> Ok:
+def logout(body: RefreshBody, store: ConfigStoreDep) -> Ok:
     """End the session of this refresh token."""
     service.logout(store, refresh_token=body.refresh_token)
     return Ok()
 
 
 @router.post("/revoke", response_model=Ok)
-def revoke(body: RevokeBody, store: StoreDep, principal: CurrentUser) -> Ok:
+def revoke(body: RevokeBody, store: ConfigStoreDep, principal: CurrentUser) -> Ok:
     """Revoke a refresh token's session, or with `everywhere: true` every session of the account."""
     service.revoke(
         store, refresh_token=body.refresh_token, user_id=principal.user_id, everywhere=body.everywhere
@@ -158,13 +158,13 @@ def revoke(body: RevokeBody, store: StoreDep, principal: CurrentUser) -> Ok:
 
 
 @router.get("/me", response_model=UserOut)
-def me(store: StoreDep, principal: CurrentUser) -> UserOut:
+def me(store: ConfigStoreDep, principal: CurrentUser) -> UserOut:
     with store.connect() as conn:
         return user_out(users.get(conn, user_id=principal.user_id))
 
 
 @router.post("/mfa/setup", response_model=MfaSetup, responses=MFA_ALREADY_ENABLED)
-def mfa_setup(store: StoreDep, principal: CurrentUser) -> MfaSetup:
+def mfa_setup(store: ConfigStoreDep, principal: CurrentUser) -> MfaSetup:
     """Start MFA: a new TOTP secret and its otpauth URI (for a QR code). Not active until enabled."""
     return MfaSetup(**mfa.setup(store, user_id=principal.user_id))
 
@@ -176,7 +176,7 @@ def mfa_setup(store: StoreDep, principal: CurrentUser) -> MfaSetup:
 
 @router.post("/mfa/verify", response_model=MfaVerified, responses=THROTTLED)
 def mfa_verify(
-    body: MfaCodeBody, store: StoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
+    body: MfaCodeBody, store: ConfigStoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
 ) -> MfaVerified:
     """Check a TOTP code against the secret from setup without changing anything else.
     `valid: false` counts as a wrong code for the account's MFA throttle."""
@@ -186,7 +186,7 @@ def mfa_verify(
 
 @router.post("/mfa/enable", response_model=BackupCodes, responses={**THROTTLED, **MFA_ALREADY_ENABLED})
 def mfa_enable(
-    body: MfaCodeBody, store: StoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
+    body: MfaCodeBody, store: ConfigStoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
 ) -> BackupCodes:
     """Turn MFA on with a current TOTP code; answers ten single-use backup codes, shown once."""
     with guesses.sending_headers(response):
@@ -195,7 +195,7 @@ def mfa_enable(
 
 @router.post("/mfa/disable", response_model=Ok, responses=THROTTLED)
 def mfa_disable(
-    body: MfaCodeBody, store: StoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
+    body: MfaCodeBody, store: ConfigStoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
 ) -> Ok:
     """Turn MFA off; needs a current TOTP code or an unused backup code."""
     with guesses.sending_headers(response):
@@ -205,7 +205,7 @@ def mfa_disable(
 
 @router.post("/mfa/backup-codes/regenerate", response_model=BackupCodes, responses=THROTTLED)
 def mfa_regenerate(
-    body: MfaCodeBody, store: StoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
+    body: MfaCodeBody, store: ConfigStoreDep, principal: CurrentUser, guesses: MfaGuesses, response: Response
 ) -> BackupCodes:
     """Replace all backup codes (the old ones stop working); needs a current TOTP code."""
     with guesses.sending_headers(response):
@@ -214,7 +214,7 @@ def mfa_regenerate(
 
 
 @router.get("/mfa/status", response_model=MfaStatus)
-def mfa_status(store: StoreDep, principal: CurrentUser) -> MfaStatus:
+def mfa_status(store: ConfigStoreDep, principal: CurrentUser) -> MfaStatus:
     result = mfa.status(store, user_id=principal.user_id)
     return MfaStatus(enabled=result["enabled"], backup_codes_remaining=result["backupCodesRemaining"])
 
@@ -229,7 +229,7 @@ def csrf(response: Response) -> CsrfToken:
 
 
 @router.post("/verify-email", response_model=VerificationStatus)
-def verify_email(body: VerifyEmailBody, store: StoreDep, settings: SettingsDep) -> VerificationStatus:
+def verify_email(body: VerifyEmailBody, store: ConfigStoreDep, settings: SettingsDep) -> VerificationStatus:
     """Confirm an e-mail address with the signed, expiring token from the verification e-mail.
     Invalid or expired tokens answer 400."""
     user = service.verify_email(store, settings, token=body.token)
@@ -239,7 +239,7 @@ def verify_email(body: VerifyEmailBody, store: StoreDep, settings: SettingsDep) 
 @router.post("/resend-verification", response_model=Ok, status_code=202, responses=THROTTLED)
 def resend_verification(
     body: ResendVerificationBody,
-    store: StoreDep,
+    store: ConfigStoreDep,
     settings: SettingsDep,
     outbox: OutboxDep,
     hot: HotStateDep,
@@ -255,7 +255,7 @@ def resend_verification(
 
 
 @router.get("/verification-status", response_model=VerificationStatus)
-def verification_status(store: StoreDep, principal: CurrentUser) -> VerificationStatus:
+def verification_status(store: ConfigStoreDep, principal: CurrentUser) -> VerificationStatus:
     with store.connect() as conn:
         user = users.get(conn, user_id=principal.user_id)
     return VerificationStatus(email=user["email"], email_verified=user["email_verified_at"] is not None)

@@ -17,8 +17,8 @@ from api.auth.passwords import hash_password, verify_password
 from api.errors import BadRequest, Conflict, TooManyRequests, Unauthorized
 from api.throttle import Limit, rate_limit_headers
 from jobs.mail import Outbox
-from warehouse.catalog import activity, organizations, refresh_tokens, users
-from warehouse.catalog.store import utcnow
+from warehouse.config_store import activity, organizations, refresh_tokens, users
+from warehouse.config_store.store import utcnow
 from warehouse.hotstate import HotState
 
 

@@ -44,9 +44,13 @@ router = APIRouter(
     ),
 )
 async def record_consent(
-    request: Request, caller: PublicSite, hot: HotStateDep, settings: SettingsDep, address: ClientAddress,
+    request: Request,
+    caller: PublicSite,
+    hot: HotStateDep,
+    settings: SettingsDep,
+    address: ClientAddress,
     response: Response,
-) -> ConsentResult:  # fmt: skip
+) -> ConsentResult:
     """Record a visitor's consent state (the web and mobile libraries' `grantConsent`/`revokeConsent`
     sync here). Under the public guard; throttled per visitor like the events batch (`X-RateLimit-*`,
     429 with `Retry-After`). 201 means the record is durable (written and fsync'ed to the log) and
@@ -56,8 +60,12 @@ async def record_consent(
     raw = await read_json(request)
     visitor = raw.get("visitorId") if isinstance(raw, dict) else None
     subject = visitor if isinstance(visitor, str) and visitor else address
-    headers = throttle(hot, response, limit=Limit("consent-visitor", settings.visitor_batches_per_minute, 60),
-                       subject=f"{caller.site['id']}:{subject}")  # fmt: skip
+    headers = throttle(
+        hot,
+        response,
+        limit=Limit("consent-visitor", settings.visitor_batches_per_minute, 60),
+        subject=f"{caller.site['id']}:{subject}",
+    )
     ctx = Context(
         site_id=caller.site["id"],
         site_currency=caller.site["currency"],

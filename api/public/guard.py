@@ -9,11 +9,11 @@ from urllib.parse import urlparse
 
 from fastapi import Depends, Path, Request
 
-from api.deps import StoreDep
+from api.deps import ConfigStoreDep
 from api.errors import BadRequest, Forbidden, NotFound, ServiceUnavailable, Unauthorized, error_response
 from api.sites import keys
 from api.store_io import off_loop
-from warehouse.catalog import organizations, site_cache
+from warehouse.config_store import organizations, site_cache
 
 API_KEY_HEADER = "x-aisle-api-key"
 PLATFORM_HEADER = "x-aisle-client-platform"
@@ -76,7 +76,7 @@ def _check_mobile_key(request: Request, store, site: dict[str, Any]) -> str:
 
 
 async def guard_public_site(
-    request: Request, store: StoreDep, site_key: str = Path(alias="siteKey")
+    request: Request, store: ConfigStoreDep, site_key: str = Path(alias="siteKey")
 ) -> PublicCaller:
     # Async and cached: this runs on every storefront call, so a hit stays off the thread pool; a
     # miss asks the store from a thread (a stalled store must not hold the event loop).

@@ -7,10 +7,10 @@ from typing import Literal
 
 from fastapi import APIRouter
 
-from api.deps import PlatformAdmin, StoreDep
+from api.deps import ConfigStoreDep, PlatformAdmin
 from api.errors import NotFound
 from api.schemas import CamelModel, StrictCamelModel
-from warehouse.catalog import organizations
+from warehouse.config_store import organizations
 
 router = APIRouter(prefix="/admin", tags=["admin"])
 
@@ -29,7 +29,7 @@ class SubscriptionOut(CamelModel):
 
 @router.put("/organizations/{organizationId}/subscription", response_model=SubscriptionOut)
 def update_subscription(
-    organizationId: str, body: SubscriptionUpdate, store: StoreDep, _: PlatformAdmin
+    organizationId: str, body: SubscriptionUpdate, store: ConfigStoreDep, _: PlatformAdmin
 ) -> SubscriptionOut:
     """Public routes only serve organisations whose subscription is active or trialing and whose
     period has not ended."""

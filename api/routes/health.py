@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from warehouse.catalog.store import ping, schema_version
+from warehouse.config_store.store import ping, schema_version
 
 router = APIRouter(tags=["health"])
 
@@ -35,10 +35,11 @@ def _run_checks(checks: dict[str, Any]) -> dict[str, dict[str, Any]]:
     pending = {name: _checks.submit(_check, fn) for name, fn in checks.items()}
     wait(pending.values(), timeout=DEADLINE_SECONDS)
     return {
-        name: future.result() if future.done()
+        name: future.result()
+        if future.done()
         else {"ok": False, "error": f"no answer within {DEADLINE_SECONDS:g} s"}
         for name, future in pending.items()
-    }  # fmt: skip
+    }
 
 
 @router.get("/health")

@@ -9,8 +9,8 @@ from sqlalchemy import Engine
 
 from api.auth.tokens import digest
 from api.errors import Conflict, NotFound
-from warehouse.catalog import api_keys
-from warehouse.catalog.store import utcnow
+from warehouse.config_store import api_keys
+from warehouse.config_store.store import utcnow
 
 KEY_PREFIX = "aisle_pk_"
 

@@ -10,12 +10,12 @@ from pydantic import ValidationError
 
 from api.auth.permissions import SITES_WRITE
 from api.deps import (
+    ConfigStoreDep,
     CurrentUser,
     PlatformAdmin,
     ReadableSite,
     ReadableSiteById,
     SettingsDep,
-    StoreDep,
     WritableSite,
     WritableSiteById,
     require,
@@ -35,13 +35,13 @@ from api.sites.schemas import (
     VerifyResult,
 )
 from api.sites.tracking_config import TrackerConfig
-from warehouse.catalog import api_keys
+from warehouse.config_store import api_keys
 
 router = APIRouter(tags=["sites"])
 
 
 @router.post("/sites", status_code=201, response_model=SiteOut, dependencies=[require(SITES_WRITE)])
-def create_site(body: SiteCreate, store: StoreDep, principal: CurrentUser) -> SiteOut:
+def create_site(body: SiteCreate, store: ConfigStoreDep, principal: CurrentUser) -> SiteOut:
     """Create a site in the caller's organisation. It accepts public traffic once its domain is verified."""
     site = service.create(
         store, organization_id=principal.organization_id, user_id=principal.user_id, body=body
@@ -50,7 +50,7 @@ def create_site(body: SiteCreate, store: StoreDep, principal: CurrentUser) -> Si
 
 
 @router.get("/sites", response_model=list[SiteOut])
-def list_sites(store: StoreDep, principal: CurrentUser) -> list[SiteOut]:
+def list_sites(store: ConfigStoreDep, principal: CurrentUser) -> list[SiteOut]:
     return [
         service.site_out(s)
         for s in service.list_for_organization(store, organization_id=principal.organization_id)
@@ -58,7 +58,7 @@ def list_sites(store: StoreDep, principal: CurrentUser) -> list[SiteOut]:
 
 
 @router.get("/sites/feeds-summary")
-def feeds_summary(store: StoreDep, principal: CurrentUser) -> dict[str, Any]:
+def feeds_summary(store: ConfigStoreDep, principal: CurrentUser) -> dict[str, Any]:
     """Which of the organisation's sites accept runtime traffic, and what blocks the others."""
     return service.feeds_summary(store, organization_id=principal.organization_id)
 
@@ -69,24 +69,26 @@ def get_site(site: ReadableSite) -> SiteOut:
 
 
 @router.put("/sites/{id}", response_model=SiteOut)
-def update_site(body: SiteUpdate, site: WritableSite, store: StoreDep, principal: CurrentUser) -> SiteOut:
+def update_site(
+    body: SiteUpdate, site: WritableSite, store: ConfigStoreDep, principal: CurrentUser
+) -> SiteOut:
     """Partial update. Changing the domain clears verification."""
     return service.site_out(service.update(store, site=site, user_id=principal.user_id, body=body))
 
 
 @router.delete("/sites/{id}", response_model=Ok)
-def delete_site(site: WritableSite, store: StoreDep, principal: CurrentUser) -> Ok:
+def delete_site(site: WritableSite, store: ConfigStoreDep, principal: CurrentUser) -> Ok:
     service.delete(store, site=site, user_id=principal.user_id)
     return Ok()
 
 
 @router.get("/sites/{id}/stats", response_model=SiteStats)
-def site_stats(site: ReadableSite, store: StoreDep) -> SiteStats:
+def site_stats(site: ReadableSite, store: ConfigStoreDep) -> SiteStats:
     return service.stats(store, site=site)
 
 
 @router.post("/sites/{id}/verify-domain", response_model=VerifyResult)
-def verify_domain(site: WritableSite, store: StoreDep, settings: SettingsDep) -> VerifyResult:
+def verify_domain(site: WritableSite, store: ConfigStoreDep, settings: SettingsDep) -> VerifyResult:
     """Look for `aisle-verification=<token>` as a TXT record on `_aisle-verification.<domain>` (or the
     domain itself), then for the token in `https://<domain>/.well-known/aisle-verification.txt`."""
     site, checks = service.verify_domain(store, settings, site=site)
@@ -116,7 +118,10 @@ def get_tracking_config(site: ReadableSite) -> TrackerConfig:
     },
 )
 def put_tracking_config(
-    patch: Annotated[dict[str, Any], Body()], site: WritableSite, store: StoreDep, principal: CurrentUser
+    patch: Annotated[dict[str, Any], Body()],
+    site: WritableSite,
+    store: ConfigStoreDep,
+    principal: CurrentUser,
 ) -> TrackerConfig:
     try:
         return service.update_tracking_config(store, site=site, user_id=principal.user_id, patch=patch)
@@ -127,7 +132,7 @@ def put_tracking_config(
 
 
 @router.put("/admin/sites/{id}", response_model=SiteOut, tags=["admin"])
-def admin_update_site(id: str, body: AdminSiteUpdate, store: StoreDep, admin: PlatformAdmin) -> SiteOut:
+def admin_update_site(id: str, body: AdminSiteUpdate, store: ConfigStoreDep, admin: PlatformAdmin) -> SiteOut:
     """Platform administrators only: update any site, including `isVerified`."""
     site = service.get_for_admin(store, site_id=id)
     return service.site_out(service.update(store, site=site, user_id=admin.user_id, body=body))
@@ -140,7 +145,7 @@ def _key_out(record: dict[str, Any], secret: str | None = None) -> ApiKeyOut:
 
 
 @router.get("/sites/{siteId}/public-api-keys", response_model=list[ApiKeyOut], tags=["public-api-keys"])
-def list_keys(site: ReadableSiteById, store: StoreDep) -> list[ApiKeyOut]:
+def list_keys(site: ReadableSiteById, store: ConfigStoreDep) -> list[ApiKeyOut]:
     with store.connect() as conn:
         return [_key_out(r) for r in api_keys.list_for_site(conn, site_id=site["id"])]
 
@@ -151,7 +156,7 @@ def list_keys(site: ReadableSiteById, store: StoreDep) -> list[ApiKeyOut]:
     response_model=ApiKeyWithSecret,
     tags=["public-api-keys"],
 )
-def create_key(body: ApiKeyCreate, site: WritableSiteById, store: StoreDep) -> ApiKeyOut:
+def create_key(body: ApiKeyCreate, site: WritableSiteById, store: ConfigStoreDep) -> ApiKeyOut:
     """A mobile runtime key with `mobile_read` and/or `mobile_write`; the secret is in `key`, shown once."""
     record, secret = keys.create(store, site_id=site["id"], name=body.name, scopes=body.scopes)
     return _key_out(record, secret)
@@ -169,7 +174,7 @@ _NO_SUCH_KEY = {404: error_response("No such key on this site (API_KEY_NOT_FOUND
         409: error_response("The key was revoked (API_KEY_REVOKED); create a new one."),
     },
 )
-def rotate_key(keyId: str, site: WritableSiteById, store: StoreDep) -> ApiKeyOut:
+def rotate_key(keyId: str, site: WritableSiteById, store: ConfigStoreDep) -> ApiKeyOut:
     """New secret for the key (shown once); the old secret stops working at once."""
     record, secret = keys.rotate(store, site_id=site["id"], key_id=keyId)
     return _key_out(record, secret)
@@ -181,6 +186,6 @@ def rotate_key(keyId: str, site: WritableSiteById, store: StoreDep) -> ApiKeyOut
     tags=["public-api-keys"],
     responses=_NO_SUCH_KEY,
 )
-def revoke_key(keyId: str, site: WritableSiteById, store: StoreDep) -> ApiKeyOut:
+def revoke_key(keyId: str, site: WritableSiteById, store: ConfigStoreDep) -> ApiKeyOut:
     """Revoked keys never work again."""
     return _key_out(keys.revoke(store, site_id=site["id"], key_id=keyId))

@@ -20,8 +20,8 @@ from api.sites.schemas import (
     Verification,
 )
 from api.sites.tracking_config import TrackerConfig, apply_update, default_tracking_config
-from warehouse.catalog import activity, api_keys, sites
-from warehouse.catalog.store import utcnow
+from warehouse.config_store import activity, api_keys, sites
+from warehouse.config_store.store import utcnow
 
 
 def site_out(site: dict[str, Any]) -> SiteOut:

@@ -30,7 +30,7 @@ from queries.adhoc_sql import MAX_JSON_ROWS
 from queries.adhoc_sql_guard import DIALECTS
 from tests.factories import make_verified_site
 from tests.servers import LiveServer
-from warehouse.catalog.store import MIGRATIONS_DIR
+from warehouse.config_store.store import MIGRATIONS_DIR
 
 MIB = 1024 * 1024
 

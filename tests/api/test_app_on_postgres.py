@@ -16,8 +16,8 @@ from aisle.settings import Settings
 from api.app import create_app
 from tests.factories import make_store_site
 from tests.servers import LiveServer, PostgresServer
-from warehouse.catalog import site_cache, sites
-from warehouse.catalog.store import MIGRATIONS_DIR
+from warehouse.config_store import site_cache, sites
+from warehouse.config_store.store import MIGRATIONS_DIR
 
 PASSWORD = "correct horse battery"
 

@@ -133,8 +133,8 @@ def test_refresh_of_an_unknown_or_expired_token_is_401(client, store, settings):
     from datetime import timedelta
 
     from api.auth.tokens import digest
-    from warehouse.catalog import refresh_tokens
-    from warehouse.catalog.store import utcnow
+    from warehouse.config_store import refresh_tokens
+    from warehouse.config_store.store import utcnow
 
     assert client.post("/auth/refresh", json={"refreshToken": "rt_unknown"}).status_code == 401
     user = make_user(store)
@@ -471,7 +471,7 @@ def test_verify_email_refuses_expired_tampered_and_foreign_tokens(client, settin
         response = client.post("/auth/verify-email", json={"token": bad})
         assert response.status_code == 400
         assert response.json()["error"]["code"] == "TOKEN_INVALID"
-    from warehouse.catalog import users
+    from warehouse.config_store import users
 
     with store.connect() as conn:
         user = users.get_by_email(conn, email="ada@example.com")

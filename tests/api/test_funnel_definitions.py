@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from api.analytics.funnels import parse_steps
 from tests.factories import Session, make_user
-from warehouse.catalog import funnel_definitions
+from warehouse.config_store import funnel_definitions
 
 BASE = "/analytics/funnels/definitions"
 DEFAULT_WINDOW = 14 * 24 * 3600

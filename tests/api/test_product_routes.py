@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.factories import Session
-from warehouse.catalog.product_identity import product_id_for
+from warehouse.config_store.product_identity import product_id_for
 
 DAY = {"startDate": "2024-03-01", "endDate": "2024-03-01"}
 

@@ -212,7 +212,7 @@ def test_origin_is_checked_before_the_subscription(client, owner, admin, site):
 
 
 def test_the_origin_follows_a_domain_change(client, owner, store):
-    from warehouse.catalog import sites
+    from warehouse.config_store import sites
 
     site = make_verified_site(owner, store, domain="old.example.com")
     assert config(client, site["siteKey"], {"Origin": "https://old.example.com"}).status_code == 200

@@ -20,7 +20,7 @@ from api.sites.keys import KEY_PREFIX
 from tests.factories import Session, make_user, make_verified_site
 from tests.servers import LiveServer
 from tests.verification_peers import WELL_KNOWN_PATH, DnsServer, WellKnownServer
-from warehouse.catalog.tables import site_api_keys
+from warehouse.config_store.tables import site_api_keys
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")

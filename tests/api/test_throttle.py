@@ -15,7 +15,7 @@ from aisle.settings import Settings
 from api.app import create_app
 from tests.factories import PASSWORD, Session, enable_mfa, make_user, make_verified_site, totp_code
 from tests.servers import LiveServer, free_port
-from warehouse.catalog import users
+from warehouse.config_store import users
 
 ORIGIN = {"Origin": "https://shop.example.com"}
 SIGNING_KEY = "test-signing-key-" + "x" * 32
@@ -335,7 +335,7 @@ def test_two_app_instances_on_redis_share_public_read_counters(
     client, owner, store, other_app_client, redis_url
 ):
     """The counter is keyed by site id and address, so the same site served by two instances."""
-    from warehouse.catalog import sites
+    from warehouse.config_store import sites
 
     other_client, other_store = other_app_client
     site = make_verified_site(owner, store)
@@ -343,7 +343,7 @@ def test_two_app_instances_on_redis_share_public_read_counters(
     with store.connect() as conn:
         row = sites.get(conn, site_id=site["id"])
     with other_store.begin() as conn:
-        from warehouse.catalog import organizations, tables
+        from warehouse.config_store import organizations, tables
 
         org = organizations.create(conn, name="Mirror")
         conn.execute(tables.sites.insert().values(**{**row, "organization_id": org["id"]}))

@@ -13,9 +13,9 @@ import pytest
 
 from ingest.product_feed import FeedUnreadable, RowRefused, parse_row, read_feed
 from tests.factories import make_store_site
-from warehouse.catalog import products, sites
-from warehouse.catalog.products import FeedProduct
-from warehouse.catalog.store import create_store_engine, migrate
+from warehouse.config_store import products, sites
+from warehouse.config_store.products import FeedProduct
+from warehouse.config_store.store import create_store_engine, migrate
 
 
 def test_a_row_is_read_through_its_aliases():

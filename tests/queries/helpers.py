@@ -15,7 +15,7 @@ from pathlib import Path
 from ingest.importer import import_file
 from ingest.normalise import Context
 from ingest.service import Ingest
-from warehouse.catalog.product_identity import product_id_for
+from warehouse.config_store.product_identity import product_id_for
 
 SITE = "55555555-5555-5555-5555-555555555555"
 _ids = itertools.count()

@@ -18,7 +18,7 @@ from queries.categories import (
     top_categories,
 )
 from tests.queries.helpers import SITE, journeys_for
-from warehouse.catalog.product_identity import product_id_for
+from warehouse.config_store.product_identity import product_id_for
 
 KITCHEN = "Home > Kitchen"
 

@@ -32,7 +32,7 @@ from queries.categories import (
 )
 from tests.queries.helpers import journeys_for
 from tests.queries.random_shops import examples, iso, money_text, new_site, open_lake, rate
-from warehouse.catalog.product_identity import product_id_for
+from warehouse.config_store.product_identity import product_id_for
 from warehouse.engine import Engine
 
 TIMEZONE = "America/New_York"  # clocks go forward at 02:00 on 10 March: a day of 23 hours in the range

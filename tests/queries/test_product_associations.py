@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from ingest.normalise import Context
 from queries.products import ProductRange, association_rates, product_associations
 from tests.queries.helpers import imported_retail_invoices, is_retail_sale
-from warehouse.catalog.product_identity import product_id_for
+from warehouse.config_store.product_identity import product_id_for
 
 DAY = date(2024, 5, 1)
 START = datetime(2024, 5, 1, 8, tzinfo=UTC)

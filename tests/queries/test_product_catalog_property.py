@@ -15,8 +15,8 @@ from ingest.service import Ingest
 from queries.product_catalog import sync_seen_products
 from tests.factories import make_store_site
 from tests.queries.test_product_catalog_sync import send
-from warehouse.catalog import products
-from warehouse.catalog.store import create_store_engine, migrate
+from warehouse.config_store import products
+from warehouse.config_store.store import create_store_engine, migrate
 from warehouse.engine import Engine
 
 CODES = ["A", "B"]

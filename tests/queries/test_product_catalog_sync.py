@@ -10,8 +10,8 @@ import pytest
 from ingest.normalise import Context
 from queries.product_catalog import sync_seen_products
 from tests.factories import make_store_site
-from warehouse.catalog import products
-from warehouse.catalog.store import create_store_engine, migrate
+from warehouse.config_store import products
+from warehouse.config_store.store import create_store_engine, migrate
 
 
 def send(ingest, site: dict, events: list[dict], orders: list[dict] = (), *, received: datetime) -> None:

@@ -8,7 +8,7 @@ from datetime import date
 from queries.overview import Scope
 from queries.search_analytics import top_products, top_queries, zero_result_queries
 from tests.queries.helpers import SITE, journeys_for
-from warehouse.catalog.product_identity import product_id_for
+from warehouse.config_store.product_identity import product_id_for
 
 SCOPE = Scope((SITE,), date(2024, 3, 1), date(2024, 3, 1))
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from queries.overview import Scope
 from queries.search_analytics import top_products, top_queries, zero_result_queries
 from tests.queries.random_shops import Shop, examples, new_site, open_lake, rate
-from warehouse.catalog.product_identity import product_id_for
+from warehouse.config_store.product_identity import product_id_for
 
 START, END = date(2024, 3, 2), date(2024, 3, 3)
 DAY0 = datetime(2024, 3, 1, tzinfo=UTC)

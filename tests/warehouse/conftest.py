@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from warehouse.catalog.store import create_store_engine, migrate
+from warehouse.config_store.store import create_store_engine, migrate
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

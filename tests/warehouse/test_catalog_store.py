@@ -12,13 +12,27 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import DateTime, delete, func, inspect, select, text
 from sqlalchemy.exc import IntegrityError
 
-from warehouse.catalog import activity, api_keys, backup_codes, organizations, refresh_tokens, sites, users
-from warehouse.catalog.store import MIGRATIONS_DIR, create_store_engine, migrate, schema_version
-from warehouse.catalog.tables import UTCDateTime, activity_logs, metadata, mfa_backup_codes, site_api_keys
-from warehouse.catalog.tables import organizations as organizations_table
-from warehouse.catalog.tables import refresh_tokens as refresh_tokens_table
-from warehouse.catalog.tables import sites as sites_table
-from warehouse.catalog.tables import users as users_table
+from warehouse.config_store import (
+    activity,
+    api_keys,
+    backup_codes,
+    organizations,
+    refresh_tokens,
+    sites,
+    users,
+)
+from warehouse.config_store.store import MIGRATIONS_DIR, create_store_engine, migrate, schema_version
+from warehouse.config_store.tables import (
+    UTCDateTime,
+    activity_logs,
+    metadata,
+    mfa_backup_codes,
+    site_api_keys,
+)
+from warehouse.config_store.tables import organizations as organizations_table
+from warehouse.config_store.tables import refresh_tokens as refresh_tokens_table
+from warehouse.config_store.tables import sites as sites_table
+from warehouse.config_store.tables import users as users_table
 
 PLUS_TWO = timezone(timedelta(hours=2))
 MINUS_FIVE = timezone(timedelta(hours=-5))

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from tests.factories import make_store_site
-from warehouse.catalog import funnel_definitions, sites
+from warehouse.config_store import funnel_definitions, sites
 
 
 def make_definition(conn, site_id: str, name: str = "Checkout") -> dict:

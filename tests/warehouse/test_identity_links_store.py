@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from tests.factories import make_store_site
-from warehouse.catalog import identity_links
+from warehouse.config_store import identity_links
 
 
 def link(store, site_id: str, visitor: str, user: str) -> bool:

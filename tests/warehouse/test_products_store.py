@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 from tests.factories import make_store_site
-from warehouse.catalog import products
-from warehouse.catalog.product_identity import product_id_for
-from warehouse.catalog.products import FeedProduct, SeenProduct
+from warehouse.config_store import products
+from warehouse.config_store.product_identity import product_id_for
+from warehouse.config_store.products import FeedProduct, SeenProduct
 
 T1 = datetime(2024, 3, 1, 10, tzinfo=UTC)
 T2 = datetime(2024, 3, 2, 10, tzinfo=UTC)

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from tests.factories import make_store_site
-from warehouse.catalog import saved_queries, sites
+from warehouse.config_store import saved_queries, sites
 
 PARAMETERS = [
     {"name": "since", "type": "date", "required": False, "default": "2024-01-01", "description": None}

@@ -91,7 +91,7 @@ CREATE OR REPLACE MACRO uuid5_of_sha1(digest) AS
     || substr('89ab89ab89ab89ab', strpos('0123456789abcdef', substr(digest, 17, 1)), 1)
     || substr(digest, 18, 3) || '-' || substr(digest, 21, 12);
 
--- The productId of a productItemCode on a site, as `product_id_for` (warehouse/catalog/product_identity.py)
+-- The productId of a productItemCode on a site, as `product_id_for` (warehouse/config_store/product_identity.py)
 -- derives it: uuid5 of '<site uuid>:<code>' in Aisle's product namespace (codes in the lake are trimmed
 -- already). One SHA-1 per call: queries apply it to distinct codes, not to every row.
 CREATE OR REPLACE MACRO product_id_of(site, code) AS uuid5_of_sha1(

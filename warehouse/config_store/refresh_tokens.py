@@ -7,9 +7,9 @@ from typing import Any
 
 from sqlalchemy import Connection, select, update
 
-from warehouse.catalog.rows import new_id, to_dict
-from warehouse.catalog.store import utcnow
-from warehouse.catalog.tables import refresh_tokens
+from warehouse.config_store.rows import new_id, to_dict
+from warehouse.config_store.store import utcnow
+from warehouse.config_store.tables import refresh_tokens
 
 
 def create(

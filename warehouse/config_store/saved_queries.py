@@ -8,9 +8,9 @@ from sqlalchemy import Connection
 from sqlalchemy import delete as sql_delete
 from sqlalchemy.exc import IntegrityError
 
-from warehouse.catalog.rows import get_by_id, list_for_site, new_id, update_editable
-from warehouse.catalog.store import utcnow
-from warehouse.catalog.tables import saved_queries
+from warehouse.config_store.rows import get_by_id, list_for_site, new_id, update_editable
+from warehouse.config_store.store import utcnow
+from warehouse.config_store.tables import saved_queries
 
 EDITABLE = frozenset({"name", "description", "query", "dialect", "parameters"})
 

@@ -7,10 +7,10 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, select, update
 
-from warehouse.catalog import site_cache
-from warehouse.catalog.rows import get_by_id, new_id, to_dict
-from warehouse.catalog.store import utcnow
-from warehouse.catalog.tables import sites
+from warehouse.config_store import site_cache
+from warehouse.config_store.rows import get_by_id, new_id, to_dict
+from warehouse.config_store.store import utcnow
+from warehouse.config_store.tables import sites
 
 
 def new_site_key() -> str:

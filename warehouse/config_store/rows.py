@@ -11,7 +11,7 @@ from sqlalchemy import Connection, Table, select
 from sqlalchemy import update as sql_update
 from sqlalchemy.sql.elements import ColumnElement
 
-from warehouse.catalog.store import as_utc, utcnow
+from warehouse.config_store.store import as_utc, utcnow
 
 
 def new_id() -> str:

@@ -1,8 +1,8 @@
-"""Alembic environment: the connection is handed in by ``warehouse.catalog.store.migrate``."""
+"""Alembic environment: the connection is handed in by ``warehouse.config_store.store.migrate``."""
 
 from alembic import context
 
-from warehouse.catalog.tables import metadata
+from warehouse.config_store.tables import metadata
 
 connection = context.config.attributes["connection"]
 context.configure(

@@ -6,9 +6,9 @@ from typing import Any
 
 from sqlalchemy import Connection, select, update
 
-from warehouse.catalog.rows import get_by_id, new_id, to_dict
-from warehouse.catalog.store import utcnow
-from warehouse.catalog.tables import users
+from warehouse.config_store.rows import get_by_id, new_id, to_dict
+from warehouse.config_store.store import utcnow
+from warehouse.config_store.tables import users
 
 
 def create(

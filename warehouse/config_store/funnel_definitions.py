@@ -7,9 +7,9 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy import delete as sql_delete
 
-from warehouse.catalog.rows import get_by_id, list_for_site, new_id, update_editable
-from warehouse.catalog.store import utcnow
-from warehouse.catalog.tables import funnel_definitions
+from warehouse.config_store.rows import get_by_id, list_for_site, new_id, update_editable
+from warehouse.config_store.store import utcnow
+from warehouse.config_store.tables import funnel_definitions
 
 EDITABLE = frozenset({"name", "description", "steps", "window_seconds", "order"})
 

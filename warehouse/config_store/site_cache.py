@@ -50,7 +50,7 @@ def site_and_organization(
     if (hit := cached(site_key)) is not None:
         return hit
     now = time.monotonic()
-    from warehouse.catalog import organizations, sites
+    from warehouse.config_store import organizations, sites
 
     with store.connect() as conn:
         site = sites.get_by_key(conn, site_key=site_key)

@@ -7,10 +7,10 @@ from typing import Any
 
 from sqlalchemy import Connection, update
 
-from warehouse.catalog import site_cache
-from warehouse.catalog.rows import get_by_id, new_id
-from warehouse.catalog.store import utcnow
-from warehouse.catalog.tables import organizations
+from warehouse.config_store import site_cache
+from warehouse.config_store.rows import get_by_id, new_id
+from warehouse.config_store.store import utcnow
+from warehouse.config_store.tables import organizations
 
 SUBSCRIPTION_STATUSES = ("active", "trialing", "past_due", "canceled", "unpaid")
 VALID_SUBSCRIPTION_STATUSES = ("active", "trialing")

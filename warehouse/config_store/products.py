@@ -16,10 +16,10 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, func, insert, or_, select, update
 
-from warehouse.catalog.product_identity import product_id_for
-from warehouse.catalog.rows import new_id, to_dict
-from warehouse.catalog.store import utcnow
-from warehouse.catalog.tables import product_event_sync, product_feed_imports, products
+from warehouse.config_store.product_identity import product_id_for
+from warehouse.config_store.rows import new_id, to_dict
+from warehouse.config_store.store import utcnow
+from warehouse.config_store.tables import product_event_sync, product_feed_imports, products
 
 CHUNK = 500
 # Fields a feed row or an observation may carry, besides the code.
@@ -146,11 +146,24 @@ def counts(conn: Connection, *, site_id: str) -> dict[str, int]:
 
 def _new_row(site_id: str, code: str, now: datetime, site_currency: str) -> dict[str, Any]:
     return {
-        "site_id": site_id, "product_id": str(product_id_for(site_id, code)), "product_item_code": code,
-        "name": None, "price": None, "currency": site_currency, "categories": [], "stock": None, "url": None,
-        "image": None, "in_feed": False, "feed_imported_at": None, "first_seen_at": None, "last_seen_at": None,
-        "seen_at": {}, "created_at": now, "updated_at": now,
-    }  # fmt: skip
+        "site_id": site_id,
+        "product_id": str(product_id_for(site_id, code)),
+        "product_item_code": code,
+        "name": None,
+        "price": None,
+        "currency": site_currency,
+        "categories": [],
+        "stock": None,
+        "url": None,
+        "image": None,
+        "in_feed": False,
+        "feed_imported_at": None,
+        "first_seen_at": None,
+        "last_seen_at": None,
+        "seen_at": {},
+        "created_at": now,
+        "updated_at": now,
+    }
 
 
 def _write(conn: Connection, new: Sequence[dict[str, Any]], changed: Sequence[dict[str, Any]]) -> None:
@@ -292,11 +305,19 @@ def record_import(
     created_by: str | None = None,
 ) -> dict[str, Any]:
     row = {
-        "id": new_id(), "site_id": site_id, "source": source, "format": format, "file_name": file_name,
-        "rows_read": rows_read, "accepted": accepted, "created_products": created_products,
-        "rejected": sum(rejections.get("byCode", {}).values()), "rejections": rejections,
-        "created_by": created_by, "created_at": utcnow(),
-    }  # fmt: skip
+        "id": new_id(),
+        "site_id": site_id,
+        "source": source,
+        "format": format,
+        "file_name": file_name,
+        "rows_read": rows_read,
+        "accepted": accepted,
+        "created_products": created_products,
+        "rejected": sum(rejections.get("byCode", {}).values()),
+        "rejections": rejections,
+        "created_by": created_by,
+        "created_at": utcnow(),
+    }
     conn.execute(insert(product_feed_imports).values(**row))
     return row
 

@@ -6,9 +6,9 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, select, update
 
-from warehouse.catalog.rows import new_id, to_dict
-from warehouse.catalog.store import utcnow
-from warehouse.catalog.tables import mfa_backup_codes
+from warehouse.config_store.rows import new_id, to_dict
+from warehouse.config_store.store import utcnow
+from warehouse.config_store.tables import mfa_backup_codes
 
 
 def replace_all(conn: Connection, *, user_id: str, code_hashes: list[str]) -> None:

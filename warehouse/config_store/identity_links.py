@@ -5,8 +5,8 @@ from __future__ import annotations
 from sqlalchemy import Connection, false, select, text
 from sqlalchemy.exc import IntegrityError
 
-from warehouse.catalog.store import utcnow
-from warehouse.catalog.tables import identity_links
+from warehouse.config_store.store import utcnow
+from warehouse.config_store.tables import identity_links
 
 
 def link(conn: Connection, *, site_id: str, visitor_id: str, user_id: str) -> bool:

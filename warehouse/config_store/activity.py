@@ -6,9 +6,9 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from warehouse.catalog.rows import new_id, to_dict
-from warehouse.catalog.store import utcnow
-from warehouse.catalog.tables import activity_logs
+from warehouse.config_store.rows import new_id, to_dict
+from warehouse.config_store.store import utcnow
+from warehouse.config_store.tables import activity_logs
 
 
 def record(
