@@ -1,14 +1,14 @@
-"""Typed dependencies: routes name what they need (``ConfigStoreDep``, ``CurrentUser``, ``OwnedSite``...)."""
+"""Typed dependencies: routes name what they need (``ConfigStoreDep``, ``EngineDep``, ``CurrentUser``,
+``ReadableSite``...), and only this module (and ``api.app``) reads the application's state."""
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy import Engine
 
 from aisle.settings import Settings
 from api.auth import mfa, tokens
@@ -16,8 +16,14 @@ from api.auth.permissions import SITES_READ, SITES_WRITE, permissions_for
 from api.errors import BadRequest, Forbidden, Unauthorized
 from api.schemas import SITE_ID_FORMAT
 from api.throttle import GuessThrottle
+from ingest.batch_worker import BatchWorkers
+from ingest.service import Ingest
 from jobs.mail import Outbox
+from queries.adhoc_sql import Sandbox
 from warehouse.config_store import refresh_tokens, sites, users
+from warehouse.config_store.sites import Site
+from warehouse.config_store.store import ConfigStore
+from warehouse.engine import Engine
 from warehouse.hotstate import HotState
 
 
@@ -26,8 +32,24 @@ async def _settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-async def _store(request: Request) -> Engine:
+async def _store(request: Request) -> ConfigStore:
     return request.app.state.store
+
+
+async def _engine(request: Request) -> Engine:
+    return request.app.state.engine
+
+
+async def _ingest(request: Request) -> Ingest:
+    return request.app.state.ingest
+
+
+async def _batch_workers(request: Request) -> BatchWorkers | None:
+    return request.app.state.batch_workers
+
+
+async def _sql_sandbox(request: Request) -> Sandbox:
+    return request.app.state.sql_sandbox
 
 
 async def _hot(request: Request) -> HotState:
@@ -39,7 +61,12 @@ async def _outbox(request: Request) -> Outbox:
 
 
 SettingsDep = Annotated[Settings, Depends(_settings)]
-ConfigStoreDep = Annotated[Engine, Depends(_store)]
+ConfigStoreDep = Annotated[ConfigStore, Depends(_store)]
+# DuckDB over the lake: what `queries` functions run on.
+EngineDep = Annotated[Engine, Depends(_engine)]
+IngestDep = Annotated[Ingest, Depends(_ingest)]
+BatchWorkersDep = Annotated[BatchWorkers | None, Depends(_batch_workers)]
+SqlSandboxDep = Annotated[Sandbox, Depends(_sql_sandbox)]
 HotStateDep = Annotated[HotState, Depends(_hot)]
 OutboxDep = Annotated[Outbox, Depends(_outbox)]
 
@@ -88,7 +115,7 @@ def _principal(
 
 
 def _principal_of(
-    credentials: HTTPAuthorizationCredentials | None, settings: Settings, store: Engine
+    credentials: HTTPAuthorizationCredentials | None, settings: Settings, store: ConfigStore
 ) -> Principal:
     if credentials is None or not credentials.credentials.strip():
         raise Unauthorized("Send an access token as 'Authorization: Bearer <token>'", code="AUTH_REQUIRED")
@@ -158,7 +185,7 @@ def site_access_denied() -> Forbidden:
     return Forbidden("You do not have access to this site", code="SITE_ACCESS_DENIED")
 
 
-def load_owned_site(store: Engine, principal: Principal, site_id: str) -> dict[str, Any]:
+def load_owned_site(store: ConfigStore, principal: Principal, site_id: str) -> Site:
     """The site, if the caller's organisation owns it. Unknown and foreign sites both answer 403,
     so ids of other tenants cannot be probed. Site ids are UUIDs, read in any of their spellings."""
     with store.connect() as conn:
@@ -173,7 +200,7 @@ def _site_reader(permission: str, param: str):
         store: ConfigStoreDep,
         principal: CurrentUser,
         site_id: str = Path(alias=param, json_schema_extra=SITE_ID_FORMAT),
-    ) -> dict[str, Any]:
+    ) -> Site:
         site = load_owned_site(store, principal, site_id)
         if not principal.can(permission):
             raise Forbidden(f"Your role lacks the permission '{permission}'", code="PERMISSION_DENIED")
@@ -183,7 +210,7 @@ def _site_reader(permission: str, param: str):
 
 
 # Site-scoped routes use `:id` (sites area) or `:siteId` (everything else) in the spec.
-ReadableSite = Annotated[dict[str, Any], _site_reader(SITES_READ, "id")]
-WritableSite = Annotated[dict[str, Any], _site_reader(SITES_WRITE, "id")]
-ReadableSiteById = Annotated[dict[str, Any], _site_reader(SITES_READ, "siteId")]
-WritableSiteById = Annotated[dict[str, Any], _site_reader(SITES_WRITE, "siteId")]
+ReadableSite = Annotated[Site, _site_reader(SITES_READ, "id")]
+WritableSite = Annotated[Site, _site_reader(SITES_WRITE, "id")]
+ReadableSiteById = Annotated[Site, _site_reader(SITES_READ, "siteId")]
+WritableSiteById = Annotated[Site, _site_reader(SITES_WRITE, "siteId")]

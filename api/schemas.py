@@ -1,22 +1,18 @@
-"""Base model for the wire: camelCase JSON, snake_case Python."""
+"""The API's shared wire types: request-body base, report dates, and what the schema says of checked values."""
 
 from __future__ import annotations
 
 from datetime import date, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, GetJsonSchemaHandler, WithJsonSchema
+from pydantic import BeforeValidator, ConfigDict, GetJsonSchemaHandler, WithJsonSchema
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
 
+from aisle.wire import CamelModel
 from ingest.currency import ISO4217_CODES
 from ingest.event_names import CANONICAL_EVENT_NAMES
 from ingest.schemas import is_a_number
-
-
-class CamelModel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, from_attributes=True)
-
 
 # A character pydantic's str_strip_whitespace keeps at the ends of a string (it strips Unicode's
 # White_Space): a string needs one to keep a minLength of 1 once stripped, "  " being "" then.

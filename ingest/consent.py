@@ -13,9 +13,9 @@ from dataclasses import replace
 from datetime import UTC
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import AfterValidator, ConfigDict, Field, StrictBool, ValidationError
 
+from aisle.wire import CamelModel
 from ingest.normalise import Context, Rejected, event_time, micros
 from ingest.schemas import MAX_ID_LENGTH, EventTime, OptionalId, SentAt, exact_id
 
@@ -24,8 +24,8 @@ SOURCES = ("banner", "preference_center", "sdk", "api", "cmp", "other")
 Source = Literal["banner", "preference_center", "sdk", "api", "cmp", "other"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+class _Strict(CamelModel):
+    model_config = ConfigDict(extra="forbid")
 
 
 class ConsentDecision(_Strict):
@@ -75,9 +75,7 @@ class ConsentIn(_Strict):
     )
 
 
-class ConsentResult(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
+class ConsentResult(CamelModel):
     accepted: bool = True
     consent_id: str
     duplicate: bool = Field(description="True when this consentId was already stored (kept once).")

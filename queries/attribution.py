@@ -14,12 +14,11 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
-
+from aisle.wire import CamelModel
 from queries import library
 from queries.money import MoneyTotal, format_amount, money_total
-from queries.revenue import ReportRange, rate
+from queries.rates import rate
+from queries.revenue import ReportRange
 from warehouse.engine import Engine
 
 Model = Literal["first_touch", "last_touch", "linear", "time_decay", "position_based"]
@@ -38,10 +37,6 @@ DEFAULT_LOOKBACK_DAYS = 30
 POSITION_ENDS = 0.4
 
 _US = 1_000_000
-
-
-class _Camel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
 # --- the models ------------------------------------------------------------------------------------
@@ -86,7 +81,7 @@ class AmbiguousEventId(Exception):
     """The id names events (or orders) on more than one of the caller's sites."""
 
 
-class TouchpointCredit(_Camel):
+class TouchpointCredit(CamelModel):
     event_id: str
     name: str
     kind: Literal["impression", "click"]
@@ -96,7 +91,7 @@ class TouchpointCredit(_Camel):
     credits: dict[str, float]
 
 
-class EntityCredit(_Camel):
+class EntityCredit(CamelModel):
     entity_type: str
     entity_id: str
     touchpoints: int
@@ -104,18 +99,18 @@ class EntityCredit(_Camel):
     revenue: str | None
 
 
-class ModelAttribution(_Camel):
+class ModelAttribution(CamelModel):
     model: str
     entities: list[EntityCredit]
 
 
-class ConversionOrder(_Camel):
+class ConversionOrder(CamelModel):
     order_id: str
     currency: str
     total: str
 
 
-class EventAttribution(_Camel):
+class EventAttribution(CamelModel):
     event_id: str
     site_id: str
     conversion_type: Literal["event", "order"]
@@ -276,20 +271,20 @@ def event_attribution(
 # --- many conversions: revenue per entity ----------------------------------------------------------
 
 
-class AttributedCurrency(_Camel):
+class AttributedCurrency(CamelModel):
     currency: str
     revenue: str
     orders: float
 
 
-class ModelRevenue(_Camel):
+class ModelRevenue(CamelModel):
     model: str
     conversions: float
     revenue_by_currency: list[AttributedCurrency]
     total_revenue: MoneyTotal
 
 
-class EntityRevenue(_Camel):
+class EntityRevenue(CamelModel):
     site_id: str
     entity_type: str
     entity_id: str
@@ -415,7 +410,7 @@ def entity_revenue(
 # --- recommendations breakdown ---------------------------------------------------------------------
 
 
-class RecommendationRow(_Camel):
+class RecommendationRow(CamelModel):
     recommendation_id: str
     impressions: int
     clicks: int
@@ -427,7 +422,7 @@ class RecommendationRow(_Camel):
     total_revenue: MoneyTotal
 
 
-class RecommendationsBreakdown(_Camel):
+class RecommendationsBreakdown(CamelModel):
     site_id: str
     start_date: date
     end_date: date

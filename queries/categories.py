@@ -20,13 +20,13 @@ from decimal import Decimal
 from typing import Any
 
 import duckdb
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
 
+from aisle.wire import CamelModel
 from ingest.category_paths import SEPARATOR
 from queries import library
 from queries.money import MoneyTotal, format_amount, money_total, per_unit
 from queries.ranges import LocalDays
+from queries.rates import rate
 from warehouse.engine import Engine
 
 
@@ -35,18 +35,14 @@ def parent_of(path: str) -> str | None:
     return head if sep else None
 
 
-class _Camel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-
-class CurrencyRevenue(_Camel):
+class CurrencyRevenue(CamelModel):
     currency: str
     revenue: str
     orders: int
     avg_order_value: str
 
 
-class CategoryScope(_Camel):
+class CategoryScope(CamelModel):
     site_id: str
     category_path: str | None
     start_date: date
@@ -54,7 +50,7 @@ class CategoryScope(_Camel):
     timezone: str
 
 
-class CategoryTotals(_Camel):
+class CategoryTotals(CamelModel):
     category_views: int
     viewers: int
     sessions: int
@@ -66,7 +62,7 @@ class CategoryTotals(_Camel):
     units_sold: int
 
 
-class NodeMetrics(_Camel):
+class NodeMetrics(CamelModel):
     category_views: int
     viewers: int
     filter_uses: int
@@ -84,7 +80,7 @@ class TopCategory(NodeMetrics):
     depth: int
 
 
-class CategoryOverview(_Camel):
+class CategoryOverview(CamelModel):
     scope: CategoryScope
     totals: CategoryTotals
     revenue_by_currency: list[CurrencyRevenue]
@@ -92,7 +88,7 @@ class CategoryOverview(_Camel):
     top_categories: list[TopCategory]
 
 
-class ConversionMetrics(_Camel):
+class ConversionMetrics(CamelModel):
     viewers: int
     product_viewers: int
     cart_adders: int
@@ -105,17 +101,17 @@ class ConversionMetrics(_Camel):
     revenue: MoneyTotal
 
 
-class CategoryConversion(_Camel):
+class CategoryConversion(CamelModel):
     scope: CategoryScope
     metrics: ConversionMetrics
 
 
-class CategoryList(_Camel):
+class CategoryList(CamelModel):
     scope: CategoryScope
     categories: list[TopCategory]
 
 
-class CategoryNode(_Camel):
+class CategoryNode(CamelModel):
     category_path: str
     parent_path: str | None
     depth: int
@@ -123,12 +119,12 @@ class CategoryNode(_Camel):
     total: NodeMetrics
 
 
-class CategoryTree(_Camel):
+class CategoryTree(CamelModel):
     scope: CategoryScope
     categories: list[CategoryNode]
 
 
-class CategoryProduct(_Camel):
+class CategoryProduct(CamelModel):
     product_id: str
     product_item_code: str | None
     name: str | None
@@ -144,12 +140,12 @@ class CategoryProduct(_Camel):
     revenue_by_currency: list[CurrencyRevenue]
 
 
-class CategoryProducts(_Camel):
+class CategoryProducts(CamelModel):
     scope: CategoryScope
     products: list[CategoryProduct]
 
 
-class CategoryTransition(_Camel):
+class CategoryTransition(CamelModel):
     from_path: str
     to_path: str
     transitions: int
@@ -158,12 +154,12 @@ class CategoryTransition(_Camel):
     share: float
 
 
-class CategoryPaths(_Camel):
+class CategoryPaths(CamelModel):
     scope: CategoryScope
     transitions: list[CategoryTransition]
 
 
-class TrendDay(_Camel):
+class TrendDay(CamelModel):
     date: date
     category_views: int
     viewers: int
@@ -173,12 +169,12 @@ class TrendDay(_Camel):
     revenue_by_currency: list[CurrencyRevenue]
 
 
-class CategoryTrends(_Camel):
+class CategoryTrends(CamelModel):
     scope: CategoryScope
     days: list[TrendDay]
 
 
-class FilterUse(_Camel):
+class FilterUse(CamelModel):
     filter: str
     value: str | None
     uses: int
@@ -186,7 +182,7 @@ class FilterUse(_Camel):
     categories: int
 
 
-class CategoryFilters(_Camel):
+class CategoryFilters(CamelModel):
     scope: CategoryScope
     total_uses: int
     filters: list[FilterUse]
@@ -213,10 +209,6 @@ class CategoryQuery(LocalDays):
 
 
 # --- small pure helpers ------------------------------------------------------------------------------
-
-
-def rate(part: int, whole: int) -> float:
-    return round(part / whole, 6) if whole else 0.0
 
 
 def currency_revenue(currency: str, revenue: Decimal, orders: int) -> CurrencyRevenue:

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from queries import library
+from queries.rates import rate
 from warehouse import visitor_activity
 from warehouse.engine import Engine
 
@@ -69,10 +70,6 @@ def add_periods(start: date, periods: int, interval: Interval) -> date:
         return start + timedelta(weeks=periods)
     month = start.month - 1 + periods
     return date(start.year + month // 12, month % 12 + 1, 1)
-
-
-def _rate(part: int, whole: int) -> float:
-    return round(part / whole, 6) if whole else 0.0
 
 
 def period_bounds(first: date, until: datetime, interval: Interval, zone: ZoneInfo) -> list[int]:
@@ -352,7 +349,7 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
             else:
                 retained = int(counts.on_or_after[index, n])
             cells.append(
-                {"period": f"P{n}", "retainedUsers": retained, "retentionRate": _rate(retained, size)}
+                {"period": f"P{n}", "retainedUsers": retained, "retentionRate": rate(retained, size)}
             )
             if 0 < n <= query.period_count:
                 retained_total += retained
@@ -376,13 +373,13 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
                 "newUsers": int(counts.size[index]),
                 "returningUsers": int(counts.returning[index]),
                 "churnedUsers": churned,
-                "churnRate": _rate(churned, int(counts.active[index - 1])) if index else 0.0,
+                "churnRate": rate(churned, int(counts.active[index - 1])) if index else 0.0,
                 "activeUsers": active,
                 "isActivePeriod": start <= today,
             }
         )
 
-    overall = _rate(retained_total, eligible_total)
+    overall = rate(retained_total, eligible_total)
     return {
         "summary": {
             "totalUsers": int(counts.size.sum()),

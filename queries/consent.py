@@ -17,14 +17,15 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Literal
 
 import duckdb
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
+from aisle.wire import CamelModel
 from ingest.consent import CATEGORIES
 from queries import library
 from queries.cohort import add_periods, bucket_start
 from queries.money import MoneyTotal, format_amount, money_total, per_unit
 from queries.ranges import LocalDays
+from queries.rates import rate
 from warehouse.engine import Engine
 
 Category = Literal["necessary", "analytics", "marketing", "preferences"]
@@ -43,10 +44,6 @@ DESCRIPTIONS = {
 }
 
 
-class _Camel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-
 class ConsentRange(LocalDays):
     """A site and inclusive days in its time zone."""
 
@@ -54,7 +51,7 @@ class ConsentRange(LocalDays):
 # --- response models -----------------------------------------------------------------------------------
 
 
-class CategoryRate(_Camel):
+class CategoryRate(CamelModel):
     category: Category
     granted: int = Field(description="People whose latest stated value in the range is granted.")
     denied: int = Field(description="People whose latest stated value in the range is refused.")
@@ -63,7 +60,7 @@ class CategoryRate(_Camel):
     opt_in_rate: float = Field(description="granted / decided (0 when nobody decided).")
 
 
-class Choices(_Camel):
+class Choices(CamelModel):
     decided: int = Field(description="People whose latest values state analytics, marketing and preferences.")
     accept_all: int
     reject_all: int
@@ -73,7 +70,7 @@ class Choices(_Camel):
     custom_rate: float
 
 
-class ConsentStats(_Camel):
+class ConsentStats(CamelModel):
     site_id: str
     start_date: date
     end_date: date
@@ -92,7 +89,7 @@ class CategoryDetail(CategoryRate):
     people_changed: int
 
 
-class ConsentCategories(_Camel):
+class ConsentCategories(CamelModel):
     site_id: str
     start_date: date
     end_date: date
@@ -100,21 +97,21 @@ class ConsentCategories(_Camel):
     categories: list[CategoryDetail]
 
 
-class PeriodCategory(_Camel):
+class PeriodCategory(CamelModel):
     category: Category
     granted: int
     denied: int
     opt_in_rate: float
 
 
-class TrendPeriod(_Camel):
+class TrendPeriod(CamelModel):
     period_start: date
     people: int
     consent_records: int
     categories: list[PeriodCategory]
 
 
-class ConsentTrends(_Camel):
+class ConsentTrends(CamelModel):
     site_id: str
     start_date: date
     end_date: date
@@ -122,14 +119,14 @@ class ConsentTrends(_Camel):
     periods: list[TrendPeriod]
 
 
-class CurrencyRevenue(_Camel):
+class CurrencyRevenue(CamelModel):
     currency: str
     revenue: str
     orders: int
     avg_order_value: str
 
 
-class ImpactGroup(_Camel):
+class ImpactGroup(CamelModel):
     group: Literal["granted", "denied", "unstated"]
     people: int
     events: int
@@ -141,7 +138,7 @@ class ImpactGroup(_Camel):
     revenue: MoneyTotal
 
 
-class ConsentImpact(_Camel):
+class ConsentImpact(CamelModel):
     site_id: str
     start_date: date
     end_date: date
@@ -149,13 +146,13 @@ class ConsentImpact(_Camel):
     groups: list[ImpactGroup]
 
 
-class SimulationSettings(_Camel):
+class SimulationSettings(CamelModel):
     granular_enabled: bool
     required_categories: list[Category] = Field(description="The categories the gate needed.")
     timeout_ms: int
 
 
-class ConsentSimulation(_Camel):
+class ConsentSimulation(CamelModel):
     site_id: str
     start_date: date
     end_date: date
@@ -174,7 +171,7 @@ class ConsentSimulation(_Camel):
     max_delay_ms: float
 
 
-class ExportRow(_Camel):
+class ExportRow(CamelModel):
     kind: Literal["record", "event"]
     id: str
     timestamp: datetime
@@ -191,10 +188,6 @@ class ExportRow(_Camel):
 
 
 # --- small pure helpers ----------------------------------------------------------------------------------
-
-
-def rate(part: int, whole: int) -> float:
-    return round(part / whole, 6) if whole else 0.0
 
 
 def category_rate(category: str, granted: int, denied: int, people: int) -> CategoryRate:

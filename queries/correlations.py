@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
-
+from aisle.wire import CamelModel
 from queries import library
 from queries.ranges import range_params
 from warehouse.engine import Engine
@@ -26,18 +24,14 @@ SKEW_LOW, SKEW_HIGH = 0.1, 0.9
 PROPERTY_SEPARATOR = "::"
 
 
-class _Camel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-
-class CorrelationTotals(_Camel):
+class CorrelationTotals(CamelModel):
     people: int
     converted: int
     not_converted: int
     conversion_rate: float
 
 
-class EventCorrelation(_Camel):
+class EventCorrelation(CamelModel):
     event: str
     event_name: str
     category_path: str | None
@@ -47,7 +41,7 @@ class EventCorrelation(_Camel):
     correlation_type: Literal["success", "failure"]
 
 
-class Correlations(_Camel):
+class Correlations(CamelModel):
     site_id: str
     start_date: datetime
     end_date: datetime

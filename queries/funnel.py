@@ -27,6 +27,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from queries import library
+from queries.rates import rate
 from warehouse.engine import Engine
 
 Order = Literal["sequential", "strict", "any"]
@@ -267,10 +268,6 @@ def person_progress(
 # --- the report ---------------------------------------------------------------------------------
 
 
-def _rate(part: int, whole: int) -> float:
-    return round(part / whole, 6) if whole else 0.0
-
-
 def summarise_progress(progress: Progress, steps: tuple[str, ...]) -> FunnelReport:
     """Counts per step (people at that step or further) and times between consecutive steps."""
     entered = len(progress.level)
@@ -286,7 +283,7 @@ def summarise_progress(progress: Progress, steps: tuple[str, ...]) -> FunnelRepo
             FunnelStep(
                 event_name=name,
                 count=count,
-                conversion_rate=_rate(count, entered),
+                conversion_rate=rate(count, entered),
                 drop_off=previous - count,
                 # fsum: the exactly rounded sum, so the mean does not depend on the order of people
                 avg_time_to_convert_seconds=round(math.fsum(gaps.tolist()) / len(gaps), 3)
@@ -297,7 +294,7 @@ def summarise_progress(progress: Progress, steps: tuple[str, ...]) -> FunnelRepo
         )
         previous = count
     return FunnelReport(
-        steps=rows, total_entered=entered, overall_conversion_rate=_rate(rows[-1].count, entered)
+        steps=rows, total_entered=entered, overall_conversion_rate=rate(rows[-1].count, entered)
     )
 
 

@@ -25,28 +25,24 @@ from typing import Any
 
 import duckdb
 import orjson
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
 
+from aisle.wire import CamelModel
 from queries import library
 from queries.money import format_amount
 from queries.ranges import LocalDays
+from queries.rates import rate
 from warehouse.engine import Engine
 
 STOREFRONT_PATH = ("page_view", "product_view", "add_to_cart", "checkout_begin", "purchase")
 EXPORT_BATCH_ROWS = 1000
 
 
-class _Camel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-
-class Money(_Camel):
+class Money(CamelModel):
     currency: str
     amount: str
 
 
-class Journey(_Camel):
+class Journey(CamelModel):
     journey_id: str
     person_id: str
     visitor_id: str
@@ -60,20 +56,20 @@ class Journey(_Camel):
     revenue: list[Money]
 
 
-class JourneyPage(_Camel):
+class JourneyPage(CamelModel):
     total: int
     limit: int
     offset: int
     journeys: list[Journey]
 
 
-class CurrencyRevenue(_Camel):
+class CurrencyRevenue(CamelModel):
     currency: str
     revenue: str
     orders: int
 
 
-class JourneyStats(_Camel):
+class JourneyStats(CamelModel):
     total_journeys: int
     converted_journeys: int
     conversion_rate: float
@@ -85,18 +81,18 @@ class JourneyStats(_Camel):
     mixed_currency: bool
 
 
-class FunnelStage(_Camel):
+class FunnelStage(CamelModel):
     event_name: str
     count: int
     rate: float
 
 
-class JourneyFunnel(_Camel):
+class JourneyFunnel(CamelModel):
     total_journeys: int
     stages: list[FunnelStage]
 
 
-class TimelineEvent(_Camel):
+class TimelineEvent(CamelModel):
     event_id: str
     name: str
     timestamp: datetime
@@ -108,7 +104,7 @@ class TimelineEvent(_Camel):
     metadata: dict[str, Any]
 
 
-class JourneyOrder(_Camel):
+class JourneyOrder(CamelModel):
     order_id: str
     timestamp: datetime
     currency: str
@@ -121,14 +117,14 @@ class JourneyDetail(Journey):
     orders: list[JourneyOrder]
 
 
-class SequenceCount(_Camel):
+class SequenceCount(CamelModel):
     sequence: list[str]
     count: int
     journeys: int
     share: float
 
 
-class NextEvent(_Camel):
+class NextEvent(CamelModel):
     event_name: str
     next_event_name: str
     count: int
@@ -136,19 +132,19 @@ class NextEvent(_Camel):
     share: float
 
 
-class SequenceInsights(_Camel):
+class SequenceInsights(CamelModel):
     total_journeys: int
     pairs: list[SequenceCount]
     triples: list[SequenceCount]
     next_events: list[NextEvent]
 
 
-class JourneySequence(_Camel):
+class JourneySequence(CamelModel):
     journey_id: str
     sequence: list[str]
 
 
-class SequencePage(_Camel):
+class SequencePage(CamelModel):
     total: int
     limit: int
     offset: int
@@ -160,10 +156,6 @@ class JourneyRange(LocalDays):
 
 
 # --- small pure helpers ------------------------------------------------------------------------------
-
-
-def _rate(part: int, whole: int) -> float:
-    return round(part / whole, 6) if whole else 0.0
 
 
 def _seconds(value: float | None) -> float:
@@ -268,7 +260,7 @@ def journey_stats(engine: Engine, query: JourneyRange) -> JourneyStats:
     return JourneyStats(
         total_journeys=journeys,
         converted_journeys=totals["converted"],
-        conversion_rate=_rate(totals["converted"], journeys),
+        conversion_rate=rate(totals["converted"], journeys),
         avg_events_per_journey=round(totals["events"] / journeys, 3) if journeys else 0.0,
         avg_duration_seconds=round(float(totals["duration_seconds"]) / journeys, 3) if journeys else 0.0,
         median_duration_seconds=_seconds(totals["median_duration_seconds"]),
@@ -297,7 +289,7 @@ def journey_funnel(
     return JourneyFunnel(
         total_journeys=total,
         stages=[
-            FunnelStage(event_name=name, count=counts.get(name, 0), rate=_rate(counts.get(name, 0), total))
+            FunnelStage(event_name=name, count=counts.get(name, 0), rate=rate(counts.get(name, 0), total))
             for name in stages
         ],
     )
@@ -351,7 +343,7 @@ def _top(rows: list[dict[str, Any]], total: int, limit: int) -> list[SequenceCou
             sequence=r["sequence"],
             count=r["occurrences"],
             journeys=r["journeys"],
-            share=_rate(r["journeys"], total),
+            share=rate(r["journeys"], total),
         )
         for r in ranked
     ]
@@ -374,7 +366,7 @@ def next_events(pairs: list[dict[str, Any]]) -> list[NextEvent]:
                 next_event_name=best,
                 count=count,
                 transitions=transitions,
-                share=_rate(count, transitions),
+                share=rate(count, transitions),
             )
         )
     return result

@@ -10,6 +10,7 @@ from typing import Any
 from ingest.event_names import EVENT_FAMILIES
 from queries import library
 from queries.money import format_amount, per_unit
+from queries.rates import rate
 from warehouse.engine import Engine
 
 FAMILY_OF = {name: family for family, names in EVENT_FAMILIES.items() for name in names}
@@ -34,10 +35,6 @@ class Scope:
             "startDate": self.start_date.isoformat(),
             "endDate": self.end_date.isoformat(),
         }
-
-
-def _rate(part: int, whole: int) -> float:
-    return round(part / whole, 6) if whole else 0.0
 
 
 def revenue_by_currency(engine: Engine, scope: Scope) -> list[dict[str, Any]]:
@@ -82,7 +79,7 @@ def overview(engine: Engine, scope: Scope) -> dict[str, Any]:
             "pageViews": totals["page_views"],
             "orders": totals["orders"],
         },
-        "purchaseConversionRate": _rate(totals["buyers"], totals["people"]),
+        "purchaseConversionRate": rate(totals["buyers"], totals["people"]),
         "revenueByCurrency": revenue,
         "mixedCurrency": len(revenue) > 1,
         "topEvents": event_breakdown(engine, scope)[:10],

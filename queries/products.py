@@ -17,13 +17,13 @@ from datetime import date, datetime
 from typing import Any, Literal
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
 
+from aisle.wire import CamelModel
 from ingest.event_names import EVENT_FAMILIES
 from queries import library
 from queries.money import MoneyTotal, format_amount, money_total
 from queries.ranges import LocalDays
+from queries.rates import rate
 from warehouse.engine import Engine
 
 Source = Literal["purchase", "cart"]
@@ -33,15 +33,11 @@ PRODUCT_EVENTS = tuple(EVENT_FAMILIES["product"])
 MAX_DWELL_SECONDS = 1800
 
 
-class _Camel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-
 class ProductRange(LocalDays):
     """Inclusive days of the site's time zone."""
 
 
-class RangeOut(_Camel):
+class RangeOut(CamelModel):
     start_date: date
     end_date: date
     timezone: str
@@ -51,10 +47,6 @@ def _range_out(query: ProductRange) -> RangeOut:
     return RangeOut(start_date=query.start_date, end_date=query.end_date, timezone=query.timezone)
 
 
-def _rate(part: int, whole: int) -> float:
-    return round(part / whole, 6) if whole else 0.0
-
-
 def _round(value: float | None, digits: int = 3) -> float | None:
     return None if value is None else round(float(value), digits)
 
@@ -62,7 +54,7 @@ def _round(value: float | None, digits: int = 3) -> float | None:
 # --- the catalog ------------------------------------------------------------------------------------
 
 
-class Product(_Camel):
+class Product(CamelModel):
     product_id: str
     product_item_code: str | None
     name: str | None
@@ -101,7 +93,7 @@ def product_out(row: dict[str, Any]) -> Product:
     )
 
 
-class ProductRef(_Camel):
+class ProductRef(CamelModel):
     product_id: str
     product_item_code: str | None
     name: str | None
@@ -110,14 +102,14 @@ class ProductRef(_Camel):
 # --- overview ---------------------------------------------------------------------------------------
 
 
-class ProductRevenue(_Camel):
+class ProductRevenue(CamelModel):
     currency: str
     revenue: str
     orders: int
     units: int
 
 
-class ProductOverview(_Camel):
+class ProductOverview(CamelModel):
     product: Product
     range: RangeOut
     views: int
@@ -154,8 +146,8 @@ def product_overview(engine: Engine, query: ProductRange, *, product: dict[str, 
         units_sold=int(counts["units"]),
         buyers=counts["buyers"],
         people=counts["people"],
-        view_to_cart_rate=_rate(counts["viewers_who_carted"], counts["viewers"]),
-        conversion_rate=_rate(counts["viewers_who_bought"], counts["viewers"]),
+        view_to_cart_rate=rate(counts["viewers_who_carted"], counts["viewers"]),
+        conversion_rate=rate(counts["viewers_who_bought"], counts["viewers"]),
         revenue_by_currency=[
             ProductRevenue(
                 currency=r["currency"],
@@ -174,21 +166,21 @@ def product_overview(engine: Engine, query: ProductRange, *, product: dict[str, 
 # --- dwell time -------------------------------------------------------------------------------------
 
 
-class DwellBucket(_Camel):
+class DwellBucket(CamelModel):
     label: str
     min_seconds: int
     max_seconds: int | None
     events: int
 
 
-class DwellDay(_Camel):
+class DwellDay(CamelModel):
     date: date
     events: int
     avg_seconds: float
     median_seconds: float
 
 
-class ProductDwell(_Camel):
+class ProductDwell(CamelModel):
     product: ProductRef
     range: RangeOut
     events: int
@@ -263,7 +255,7 @@ def product_dwell(engine: Engine, query: ProductRange, *, product: dict[str, Any
 # --- associations -----------------------------------------------------------------------------------
 
 
-class Association(_Camel):
+class Association(CamelModel):
     product_id: str
     product_item_code: str | None
     name: str | None
@@ -274,7 +266,7 @@ class Association(_Camel):
     lift: float
 
 
-class ProductAssociations(_Camel):
+class ProductAssociations(CamelModel):
     product: ProductRef
     source: Source
     mode: Mode
@@ -394,7 +386,7 @@ def product_associations(
 # --- top products -----------------------------------------------------------------------------------
 
 
-class TopProduct(_Camel):
+class TopProduct(CamelModel):
     rank: int
     product_id: str
     product_item_code: str | None
@@ -407,7 +399,7 @@ class TopProduct(_Camel):
     add_to_carts: int
 
 
-class TopProducts(_Camel):
+class TopProducts(CamelModel):
     range: RangeOut
     sort_by: TopSort
     currencies: list[str]
@@ -466,7 +458,7 @@ def top_products(
 # --- tracking status --------------------------------------------------------------------------------
 
 
-class TrackedEvent(_Camel):
+class TrackedEvent(CamelModel):
     name: str
     events: int
     products: int
@@ -476,27 +468,27 @@ class TrackedEvent(_Camel):
     with_category: int
 
 
-class TrackingCheck(_Camel):
+class TrackingCheck(CamelModel):
     id: str
     ok: bool
     message: str
 
 
-class TrackedOrders(_Camel):
+class TrackedOrders(CamelModel):
     orders: int
     lines: int
     products: int
     products_never_tracked: int
 
 
-class CatalogCounts(_Camel):
+class CatalogCounts(CamelModel):
     products: int
     from_feed: int
     seen_only_in_events: int
     feed_products_seen: int
 
 
-class TrackingStatus(_Camel):
+class TrackingStatus(CamelModel):
     status: Literal["ok", "partial", "not_tracking"]
     range: RangeOut
     product_module_enabled: bool | None

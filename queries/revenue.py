@@ -8,17 +8,12 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
-
+from aisle.wire import CamelModel
 from queries import library
 from queries.money import MoneyTotal, format_amount, money_total, per_unit
 from queries.ranges import LocalDays
+from queries.rates import rate
 from warehouse.engine import Engine
-
-
-class _Camel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
 class ReportRange(LocalDays):
@@ -28,7 +23,7 @@ class ReportRange(LocalDays):
 # --- response models -------------------------------------------------------------------------------
 
 
-class CurrencySales(_Camel):
+class CurrencySales(CamelModel):
     currency: str
     revenue: str
     orders: int
@@ -38,18 +33,18 @@ class CurrencySales(_Camel):
     net_revenue: str
 
 
-class DailyCurrencyRevenue(_Camel):
+class DailyCurrencyRevenue(CamelModel):
     currency: str
     revenue: str
     orders: int
 
 
-class RevenueDay(_Camel):
+class RevenueDay(CamelModel):
     date: date
     revenue_by_currency: list[DailyCurrencyRevenue]
 
 
-class RevenueOverview(_Camel):
+class RevenueOverview(CamelModel):
     site_id: str
     start_date: date
     end_date: date
@@ -63,7 +58,7 @@ class RevenueOverview(_Camel):
     daily: list[RevenueDay]
 
 
-class GroupCurrencyRevenue(_Camel):
+class GroupCurrencyRevenue(CamelModel):
     currency: str
     revenue: str
     orders: int
@@ -72,7 +67,7 @@ class GroupCurrencyRevenue(_Camel):
     revenue_per_person: str
 
 
-class PeopleGroup(_Camel):
+class PeopleGroup(CamelModel):
     people: int
     converters: int
     conversion_rate: float
@@ -81,7 +76,7 @@ class PeopleGroup(_Camel):
     total_revenue: MoneyTotal
 
 
-class IdentityConversionMetrics(_Camel):
+class IdentityConversionMetrics(CamelModel):
     site_id: str
     start_date: date
     end_date: date
@@ -95,11 +90,6 @@ class IdentityConversionMetrics(_Camel):
 
 
 # --- small pure helpers ----------------------------------------------------------------------------
-
-
-def rate(part: int | float, whole: int | float) -> float:
-    """part / whole rounded to 6 decimals; 0 when there is no whole."""
-    return round(part / whole, 6) if whole else 0.0
 
 
 # --- revenue overview ------------------------------------------------------------------------------

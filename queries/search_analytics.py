@@ -26,12 +26,12 @@ from datetime import datetime
 from typing import Any
 
 import duckdb
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
 
+from aisle.wire import CamelModel
 from ingest.event_names import EVENT_FAMILIES
 from queries import library
 from queries.overview import Scope
+from queries.rates import rate
 from warehouse.config_store.product_identity import product_id_for
 from warehouse.engine import Engine
 
@@ -64,17 +64,13 @@ IGNORED = (
 )
 
 
-class _Camel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-
-class SearchScope(_Camel):
+class SearchScope(CamelModel):
     site_ids: list[str]
     start_date: str
     end_date: str
 
 
-class SearchQuery(_Camel):
+class SearchQuery(CamelModel):
     site_id: str
     query: str
     searches: int
@@ -87,7 +83,7 @@ class SearchQuery(_Camel):
     last_searched_at: datetime
 
 
-class TopQueries(_Camel):
+class TopQueries(CamelModel):
     scope: SearchScope
     total_searches: int
     total_queries: int
@@ -95,7 +91,7 @@ class TopQueries(_Camel):
     queries: list[SearchQuery]
 
 
-class ZeroResultQuery(_Camel):
+class ZeroResultQuery(CamelModel):
     site_id: str
     query: str
     zero_result_searches: int
@@ -105,19 +101,19 @@ class ZeroResultQuery(_Camel):
     last_seen_at: datetime
 
 
-class ZeroResults(_Camel):
+class ZeroResults(CamelModel):
     scope: SearchScope
     total_zero_result_searches: int
     total_queries: int
     queries: list[ZeroResultQuery]
 
 
-class QueryClicks(_Camel):
+class QueryClicks(CamelModel):
     query: str
     clicks: int
 
 
-class SearchProduct(_Camel):
+class SearchProduct(CamelModel):
     site_id: str
     product_id: str
     product_item_code: str
@@ -127,14 +123,10 @@ class SearchProduct(_Camel):
     top_queries: list[QueryClicks]
 
 
-class TopProducts(_Camel):
+class TopProducts(CamelModel):
     scope: SearchScope
     total_clicks: int
     products: list[SearchProduct]
-
-
-def _rate(part: int, whole: int) -> float:
-    return round(part / whole, 6) if whole else 0.0
 
 
 def _scope(scope: Scope) -> SearchScope:
@@ -169,7 +161,7 @@ def top_queries(engine: Engine, scope: Scope, *, limit: int) -> TopQueries:
         scope=_scope(scope),
         total_searches=total_searches,
         total_queries=rows[0]["total_queries"] if rows else 0,
-        zero_result_rate=_rate(total_zero, total_searches),
+        zero_result_rate=rate(total_zero, total_searches),
         queries=[
             SearchQuery(
                 site_id=r["site_id"],
@@ -177,10 +169,10 @@ def top_queries(engine: Engine, scope: Scope, *, limit: int) -> TopQueries:
                 searches=r["searches"],
                 people=r["people"],
                 zero_result_searches=r["zero_results"],
-                zero_result_rate=_rate(r["zero_results"], r["searches"]),
+                zero_result_rate=rate(r["zero_results"], r["searches"]),
                 avg_result_count=None if r["avg_result_count"] is None else round(r["avg_result_count"], 3),
                 clicks=r["clicks"],
-                clicks_per_search=_rate(r["clicks"], r["searches"]),
+                clicks_per_search=rate(r["clicks"], r["searches"]),
                 last_searched_at=r["last_searched_at"],
             )
             for r in rows
@@ -203,7 +195,7 @@ def zero_result_queries(engine: Engine, scope: Scope, *, limit: int) -> ZeroResu
                 query=r["query"],
                 zero_result_searches=r["zero_results"],
                 searches=r["searches"],
-                zero_result_rate=_rate(r["zero_results"], r["searches"]),
+                zero_result_rate=rate(r["zero_results"], r["searches"]),
                 people=r["zero_people"],
                 last_seen_at=r["last_zero_at"],
             )

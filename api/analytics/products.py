@@ -10,14 +10,12 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
 from starlette.concurrency import run_in_threadpool
 
 from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite, check_range_length, date_range
 from api.deps import ConfigStoreDep, CurrentUser, WritableSiteById
 from api.errors import BadRequest, NotFound, PayloadTooLarge
-from api.schemas import CURRENCY_ENUM, IsoDate
+from api.schemas import CURRENCY_ENUM, CamelModel, IsoDate
 from ingest.currency import normalise_currency
 from ingest.product_feed import FORMATS, FeedUnreadable, detect_format, import_feed
 from queries.product_catalog import product_names, products_of_lines, sync_seen_products
@@ -61,10 +59,6 @@ SEMANTICS = (
     "named by the line's `productId`. People are the linked user when a visitor was ever identified, else "
     "the visitor. Access: `analytics:view` in the organisation that owns the site (403 otherwise)."
 )
-
-
-class _Camel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
 def refuse_product_item_code(request: Request, site: AnalyticsSite) -> None:
@@ -179,7 +173,7 @@ def load_product(
 # --- catalog and feeds ------------------------------------------------------------------------------
 
 
-class CatalogPageOut(_Camel):
+class CatalogPageOut(CamelModel):
     products: list[Product]
     total: int
     page: int
@@ -222,13 +216,13 @@ def product_catalog(
     )
 
 
-class FeedRejection(_Camel):
+class FeedRejection(CamelModel):
     row: int
     code: str
     reason: str
 
 
-class FeedImportOut(_Camel):
+class FeedImportOut(CamelModel):
     import_id: str
     format: Literal["csv", "json", "jsonl"]
     rows_read: int
@@ -320,7 +314,7 @@ async def product_feed(
     return FeedImportOut.model_validate(summary.as_dict())
 
 
-class FeedImportRecord(_Camel):
+class FeedImportRecord(CamelModel):
     import_id: str
     imported_at: datetime
     source: str
@@ -334,7 +328,7 @@ class FeedImportRecord(_Camel):
     rejections: list[FeedRejection]
 
 
-class FeedsSummary(_Camel):
+class FeedsSummary(CamelModel):
     products: int
     from_feed: int
     seen_only_in_events: int

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from datetime import datetime
+from typing import Any, TypedDict, cast
 
 from sqlalchemy import Connection, delete, select, update
 
@@ -11,6 +12,24 @@ from warehouse.config_store import site_cache
 from warehouse.config_store.rows import get_by_id, new_id, to_dict
 from warehouse.config_store.store import utcnow
 from warehouse.config_store.tables import sites
+
+
+class Site(TypedDict):
+    """A row of ``sites``, as every repository function here returns it."""
+
+    id: str
+    organization_id: str
+    name: str
+    domain: str
+    site_key: str
+    currency: str
+    timezone: str
+    is_verified: bool
+    verified_at: datetime | None
+    verification_token: str
+    tracking_config: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
 
 
 def new_site_key() -> str:
@@ -28,10 +47,10 @@ def create(
     tracking_config: dict[str, Any],
     is_verified: bool = False,
     site_id: str | None = None,
-) -> dict[str, Any]:
+) -> Site:
     """A new site; ``site_id`` chosen by the caller (the demo's sites: the same on every run) or new."""
     now = utcnow()
-    row = {
+    row: Site = {
         "id": site_id or new_id(),
         "organization_id": organization_id,
         "name": name,
@@ -56,22 +75,26 @@ def timezones(conn: Connection) -> dict[str, str]:
     return {row.id: row.timezone for row in conn.execute(select(sites.c.id, sites.c.timezone))}
 
 
-def get(conn: Connection, *, site_id: str) -> dict[str, Any] | None:
-    return get_by_id(conn, sites, site_id)
+def _site(row: dict[str, Any] | None) -> Site | None:
+    return cast(Site, row)
 
 
-def get_by_key(conn: Connection, *, site_key: str) -> dict[str, Any] | None:
-    return to_dict(conn.execute(select(sites).where(sites.c.site_key == site_key)).first())
+def get(conn: Connection, *, site_id: str) -> Site | None:
+    return _site(get_by_id(conn, sites, site_id))
 
 
-def list_for_organization(conn: Connection, *, organization_id: str) -> list[dict[str, Any]]:
+def get_by_key(conn: Connection, *, site_key: str) -> Site | None:
+    return _site(to_dict(conn.execute(select(sites).where(sites.c.site_key == site_key)).first()))
+
+
+def list_for_organization(conn: Connection, *, organization_id: str) -> list[Site]:
     rows = conn.execute(
         select(sites).where(sites.c.organization_id == organization_id).order_by(sites.c.created_at)
     )
-    return [to_dict(r) for r in rows]
+    return [cast(Site, to_dict(r)) for r in rows]
 
 
-def update_fields(conn: Connection, *, site_id: str, **values: Any) -> dict[str, Any] | None:
+def update_fields(conn: Connection, *, site_id: str, **values: Any) -> Site | None:
     if values:
         conn.execute(update(sites).where(sites.c.id == site_id).values(updated_at=utcnow(), **values))
         site_cache.invalidate()

@@ -9,6 +9,10 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, text
 
+# The config store is a SQLAlchemy engine (SQLite embedded, PostgreSQL scaled out); the name says which
+# store it is, beside DuckDB's engine over the lake (`warehouse.engine.Engine`).
+ConfigStore = Engine
+
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
