@@ -74,7 +74,7 @@ def _run_limit(files: list[Path], schema: pl.Schema, target_bytes: int) -> int:
     largest of them."""
     sample = max(files, key=lambda p: p.stat().st_size)
     decoded = pl.scan_parquet(sample, schema=schema, missing_columns="insert").collect().estimated_size()
-    return min(2 * target_bytes, RUN_MEMORY_BYTES * sample.stat().st_size // max(decoded, 1))
+    return min(2 * target_bytes, int(RUN_MEMORY_BYTES * sample.stat().st_size // max(decoded, 1)))
 
 
 def _filled_columns(files: list[Path]) -> set[str]:
@@ -114,7 +114,9 @@ def _merge(files: list[Path], version: Path, *, table: LakeTable, target_bytes: 
     polars reads the small files on all cores (a small file with less than half the CPU pyarrow's
     datasets take) and sorts the run in memory on one integer key. A column an older file lacks
     reads as nulls of its type."""
-    schema = pl.from_arrow(table.schema.empty_table()).schema
+    empty = pl.from_arrow(table.schema.empty_table())
+    assert isinstance(empty, pl.DataFrame)  # a table converts to a frame, only an array to a series
+    schema = empty.schema
     outputs = rows = 0
     for run in _batches(files, _run_limit(files, schema, target_bytes)):
         path = version / f"compact-{uuid.uuid4().hex}.parquet"

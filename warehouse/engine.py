@@ -27,7 +27,7 @@ class Engine:
         self.lake = lake
         self._db = duckdb.connect(config={"threads": threads, "memory_limit": memory_limit})
         self._lock = threading.Lock()
-        self._generation = -1
+        self._generation: tuple[int, str] | None = None
         for table in TABLES.values():
             empty = pa.table({f.name: pa.array([], f.type) for f in table.schema})
             self._db.register("_arrow_empty", empty)

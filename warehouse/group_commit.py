@@ -113,7 +113,7 @@ def _settle_on_loop(futures: list[tuple[asyncio.Future, Any]], error: OSError | 
             _resolve(future, error, outcome)
 
 
-def _resolve(waiter: Future | asyncio.Future, error: OSError | None, outcome: Any) -> None:
+def _resolve(waiter: Future | asyncio.Future, error: BaseException | None, outcome: Any) -> None:
     if error is None and isinstance(outcome, BaseException):
         error = outcome
     if error is None:

@@ -186,7 +186,9 @@ class RedisHotState:
         self._redis.delete(self._prefix + key)
 
     def get_value(self, key: str) -> bytes | None:
-        return self._redis.get(self._prefix + "v:" + key)
+        value = self._redis.get(self._prefix + "v:" + key)
+        assert not isinstance(value, str)  # the client does not decode responses
+        return value
 
     def set_value(self, key: str, value: bytes, *, ttl_seconds: int) -> None:
         self._redis.set(self._prefix + "v:" + key, value, ex=ttl_seconds)

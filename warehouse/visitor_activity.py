@@ -61,7 +61,7 @@ def _site_dir(lake: Lake, site_id: str) -> Path:
 def _sources(lake: Lake, site_id: str, start: datetime, end: datetime) -> list[str]:
     """The live files of the UTC date partitions holding [start, end), by their real paths."""
     day, last = start.date(), (end - timedelta(microseconds=1)).date()
-    files = []
+    files: list[str] = []
     while day <= last:
         partition = lake.partition_dir(EVENTS, site_id=site_id, date=day.isoformat())
         files.extend(str(f.resolve()) for f in partition.glob("*.parquet"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from sqlalchemy import Connection
@@ -19,7 +20,7 @@ def create(
     *,
     site_id: str,
     name: str,
-    steps: list[str],
+    steps: builtins.list[str],
     window_seconds: int,
     order: str,
     description: str | None = None,
@@ -46,7 +47,7 @@ def get(conn: Connection, *, definition_id: str) -> dict[str, Any] | None:
     return get_by_id(conn, funnel_definitions, definition_id)
 
 
-def list(conn: Connection, *, site_id: str) -> list[dict[str, Any]]:
+def list(conn: Connection, *, site_id: str) -> builtins.list[dict[str, Any]]:
     """A site's definitions, oldest first."""
     order_by = [funnel_definitions.c.created_at, funnel_definitions.c.id]
     return list_for_site(conn, funnel_definitions, site_id, order_by=order_by)

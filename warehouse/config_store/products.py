@@ -84,7 +84,7 @@ def get(conn: Connection, *, site_id: str, product_id: str) -> dict[str, Any] | 
 def by_codes(conn: Connection, *, site_id: str, codes: Iterable[str]) -> dict[str, dict[str, Any]]:
     """The stored products among ``codes``, by code. Looked up by product id, which every spelling of
     a code shares (`" 123 "` is `123`): a row stored under another spelling is that product's row."""
-    codes_of: dict[str, list[str]] = {}
+    codes_of: dict[str, builtins.list[str]] = {}
     for code in dict.fromkeys(codes):
         codes_of.setdefault(str(product_id_for(site_id, code)), []).append(code)
     stored = by_ids(conn, site_id=site_id, product_ids=codes_of)
@@ -197,9 +197,13 @@ def upsert_feed(
         stored = by_codes(conn, site_id=site_id, codes=[r.product_item_code for r in chunk])
         new, changed = [], []
         for item in chunk:
-            row = stored.get(item.product_item_code)
-            is_new = row is None
-            row = _new_row(site_id, item.product_item_code, now, site_currency) if is_new else dict(row)
+            stored_row = stored.get(item.product_item_code)
+            is_new = stored_row is None
+            row = (
+                _new_row(site_id, item.product_item_code, now, site_currency)
+                if stored_row is None
+                else dict(stored_row)
+            )
             for name in DETAIL_FIELDS:
                 value = getattr(item, name)
                 if value is not None:
@@ -241,9 +245,13 @@ def upsert_seen(conn: Connection, *, site_id: str, site_currency: str, seen: Seq
         stored = by_codes(conn, site_id=site_id, codes=[s.product_item_code for s in chunk])
         new, changed = [], []
         for item in chunk:
-            row = stored.get(item.product_item_code)
-            is_new = row is None
-            row = _new_row(site_id, item.product_item_code, now, site_currency) if is_new else dict(row)
+            stored_row = stored.get(item.product_item_code)
+            is_new = stored_row is None
+            row = (
+                _new_row(site_id, item.product_item_code, now, site_currency)
+                if stored_row is None
+                else dict(stored_row)
+            )
             seen_at = dict(row.get("seen_at") or {})
             values = {
                 "name": item.name,

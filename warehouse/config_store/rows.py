@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Set
+from collections.abc import Sequence, Set
 from datetime import datetime
-from typing import Any
+from typing import Any, overload
 
-from sqlalchemy import Connection, Table, select
+from sqlalchemy import Connection, Row, Table, select
 from sqlalchemy import update as sql_update
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -18,7 +18,12 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
-def to_dict(row: Any) -> dict[str, Any] | None:
+@overload
+def to_dict(row: Row[Any]) -> dict[str, Any]: ...
+@overload
+def to_dict(row: Row[Any] | None) -> dict[str, Any] | None: ...
+def to_dict(row: Row[Any] | None) -> dict[str, Any] | None:
+    """A row as a dict with its datetimes in UTC; None stays None (a `.first()` that found nothing)."""
     if row is None:
         return None
     out = dict(row._mapping)
@@ -33,7 +38,7 @@ def get_by_id(conn: Connection, table: Table, row_id: str) -> dict[str, Any] | N
 
 
 def list_for_site(
-    conn: Connection, table: Table, site_id: str, *, order_by: list[ColumnElement[Any]]
+    conn: Connection, table: Table, site_id: str, *, order_by: Sequence[ColumnElement[Any]]
 ) -> list[dict[str, Any]]:
     """A site's rows in the given order."""
     rows = conn.execute(select(table).where(table.c.site_id == site_id).order_by(*order_by))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from sqlalchemy import Connection
@@ -26,7 +27,7 @@ def create(
     name: str,
     query: str,
     dialect: str,
-    parameters: list[dict[str, Any]],
+    parameters: builtins.list[dict[str, Any]],
     description: str | None = None,
     created_by: str | None = None,
 ) -> dict[str, Any]:
@@ -55,7 +56,7 @@ def get(conn: Connection, *, query_id: str) -> dict[str, Any] | None:
     return get_by_id(conn, saved_queries, query_id)
 
 
-def list(conn: Connection, *, site_id: str) -> list[dict[str, Any]]:
+def list(conn: Connection, *, site_id: str) -> builtins.list[dict[str, Any]]:
     """A site's saved queries by name."""
     return list_for_site(conn, saved_queries, site_id, order_by=[saved_queries.c.name, saved_queries.c.id])
 

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
+
+if TYPE_CHECKING:
+    from warehouse.config_store.sites import Site
+
+# (site, organisation): None where the store has none by that key
+Entry = tuple["Site | None", dict[str, Any] | None]
 
 TTL_SECONDS = 2.0
 # While the store does not answer, an entry this much past its time to live still serves the
@@ -20,7 +26,7 @@ STALE_SECONDS = 300.0
 MAX_ENTRIES = 10_000
 
 _lock = threading.Lock()
-_entries: dict[str, tuple[float, dict[str, Any] | None, dict[str, Any] | None]] = {}
+_entries: dict[str, tuple[float, Site | None, dict[str, Any] | None]] = {}
 
 
 def invalidate() -> None:
@@ -28,7 +34,7 @@ def invalidate() -> None:
         _entries.clear()
 
 
-def cached(site_key: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None] | None:
+def cached(site_key: str) -> Entry | None:
     """The fresh entry for ``site_key``, without touching the store; None when there is none."""
     entry = _entries.get(site_key)
     if entry and entry[0] > time.monotonic():
@@ -36,7 +42,7 @@ def cached(site_key: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]
     return None
 
 
-def stale(site_key: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None] | None:
+def stale(site_key: str) -> Entry | None:
     """The entry for ``site_key`` up to ``STALE_SECONDS`` past its time to live (for outages)."""
     entry = _entries.get(site_key)
     if entry and entry[0] + STALE_SECONDS > time.monotonic():
@@ -44,9 +50,7 @@ def stale(site_key: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None] 
     return None
 
 
-def site_and_organization(
-    store: Engine, site_key: str
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def site_and_organization(store: Engine, site_key: str) -> Entry:
     if (hit := cached(site_key)) is not None:
         return hit
     now = time.monotonic()
