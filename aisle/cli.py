@@ -6,9 +6,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from warehouse.config_store.sites import Site
 
 app = typer.Typer(help="Aisle: storefront personalization and analytics.", no_args_is_help=True)
 admin = typer.Typer(help="Operator commands for users and organisations.", no_args_is_help=True)
@@ -78,7 +83,7 @@ def _write_path_refusals() -> tuple[type[Exception], ...]:
     return DataDirBusy, RedisLogRefused, redis.RedisError
 
 
-def _site(store, site_id: str) -> dict:
+def _site(store: Engine, site_id: str) -> Site:
     """The site, or exit 1 with an error when there is none with that id."""
     from api.deps import canonical_site_id
     from api.errors import AppError
@@ -165,12 +170,13 @@ def flush(data_dir: DataDir = None) -> None:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
+    refusals: tuple[type[Exception], ...] = (NotARedisLog, *_write_path_refusals())
     try:
         check_can_run(settings)  # before anything is made in a data directory it may not write
         settings.prepare_data_dir()
         migrate(create_store_engine(settings.resolved_database_url))
         run(settings, stop)
-    except (NotARedisLog, *_write_path_refusals()) as exc:
+    except refusals as exc:
         _refused(exc)
 
 
@@ -276,7 +282,7 @@ def _import_products(file: Path, *, site: str, format: str, data_dir: Path | Non
     typer.echo(json.dumps(summary.as_dict(), indent=2))
 
 
-def _parameter(text: str) -> tuple[str, object]:
+def _parameter(text: str) -> tuple[str, Any]:
     name, sep, raw = text.partition("=")
     if not sep or not name:
         raise typer.BadParameter(f"--param takes name=value, not '{text}'")

@@ -30,6 +30,7 @@ from api.sites.tracking_config import default_tracking_config
 from ingest.normalise import Context, Rejected
 from ingest.service import DataDirBusy, Ingest
 from warehouse.config_store import sites, users
+from warehouse.config_store.sites import Site
 
 # `.example` is reserved for examples and still passes the login route's e-mail validation,
 # which refuses special-use domains such as `.local`.
@@ -64,7 +65,7 @@ DEMO_TRAFFIC_SITES = (
 )
 
 
-def _site_named(conn: Connection, organization_id: str, name: str) -> dict[str, Any] | None:
+def _site_named(conn: Connection, organization_id: str, name: str) -> Site | None:
     return next(
         (s for s in sites.list_for_organization(conn, organization_id=organization_id) if s["name"] == name),
         None,
@@ -78,8 +79,15 @@ def _traffic_site_id(organization_id: str, spec: DemoSite) -> str:
 
 
 def _create_site(
-    conn: Connection, organization_id: str, *, name, domain, currency, timezone, site_id=None
-) -> dict[str, Any]:
+    conn: Connection,
+    organization_id: str,
+    *,
+    name: str,
+    domain: str,
+    currency: str,
+    timezone: str,
+    site_id: str | None = None,
+) -> Site:
     return sites.create(
         conn,
         organization_id=organization_id,
@@ -95,7 +103,7 @@ def _create_site(
 
 def load_traffic(
     ingest: Ingest,
-    site: dict[str, Any],
+    site: Site,
     *,
     seed: int,
     days: int,

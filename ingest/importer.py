@@ -28,6 +28,7 @@ from ingest import json_text
 from ingest.normalise import Context, Rejected, money
 from ingest.schemas import AMOUNT_TEXT, BatchResult
 from ingest.service import Ingest
+from warehouse.config_store.sites import Site
 
 BATCH_ROWS = 2000
 EXAMPLES_PER_REASON = 5
@@ -348,7 +349,7 @@ def _is_order(row: dict[str, Any]) -> bool:
 def import_file(
     ingest: Ingest,
     *,
-    site: dict[str, Any],
+    site: Site,
     path: Path,
     kind: str = "auto",
     fmt: str = "auto",

@@ -34,6 +34,7 @@ from ingest import json_text
 from ingest.currency import normalise_currency
 from warehouse.config_store import products
 from warehouse.config_store.products import FeedProduct
+from warehouse.config_store.sites import Site
 
 FORMATS = ("csv", "json", "jsonl")
 MAX_EXAMPLES = 100
@@ -268,7 +269,7 @@ def parse_row(raw: Any) -> FeedProduct:
 def import_feed(
     store: Engine,
     *,
-    site: dict[str, Any],
+    site: Site,
     text: str,
     fmt: str,
     source: str,
@@ -318,7 +319,7 @@ def import_feed(
     return summary
 
 
-def import_feed_file(store: Engine, *, site: dict[str, Any], path: Path, fmt: str = "auto") -> FeedSummary:
+def import_feed_file(store: Engine, *, site: Site, path: Path, fmt: str = "auto") -> FeedSummary:
     """``import_feed`` over a file (``.gz`` accepted), its format from the name unless given."""
     fmt = detect_format(path.name) if fmt == "auto" else fmt
     raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
