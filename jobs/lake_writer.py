@@ -44,6 +44,7 @@ def check_can_run(settings: Settings) -> None:
 def run(settings: Settings, stop: threading.Event, *, ready: threading.Event | None = None) -> None:
     """Flush and compact until ``stop`` is set, then flush what the log holds and return."""
     check_can_run(settings)
+    assert settings.stream_url is not None  # check_can_run refuses a file log
     if replayed := flush_file_log(settings.data_dir):
         log.info("file_log_flushed", rows=replayed)  # acknowledged before the move to Redis
     client = redis.Redis.from_url(settings.stream_url, socket_timeout=3, socket_connect_timeout=3)

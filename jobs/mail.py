@@ -25,7 +25,7 @@ class Outbox:
         message["Message-ID"] = message_id
         message.set_content(body)
         if self.smtp_url:
-            self._send_smtp(message)
+            self._send_smtp(message, self.smtp_url)
         else:
             self._write_file(message, message_id)
         return message_id
@@ -37,8 +37,8 @@ class Outbox:
         temp.write_bytes(bytes(message))
         temp.rename(self.outbox_dir / f"{name}.eml")
 
-    def _send_smtp(self, message: EmailMessage) -> None:
-        url = urlparse(self.smtp_url)
+    def _send_smtp(self, message: EmailMessage, smtp_url: str) -> None:
+        url = urlparse(smtp_url)
         smtp_class = smtplib.SMTP_SSL if url.scheme == "smtps" else smtplib.SMTP
         with smtp_class(url.hostname or "localhost", url.port or 25, timeout=10) as smtp:
             if url.scheme == "smtp+starttls":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.engine import Engine as StoreEngine
 
@@ -19,20 +21,25 @@ def start_scheduler(
     store: StoreEngine | None = None,
 ) -> BackgroundScheduler:
     """``store``: the config store, read for the sites' time zones (the monthly rollups need them)."""
-
-    def timezones() -> dict[str, str]:
-        with store.connect() as conn:
-            return sites.timezones(conn)
-
     scheduler = BackgroundScheduler(timezone="UTC")
     scheduler.add_job(
         compaction.compact_lake,
         "interval",
         seconds=compaction_interval_seconds,
         id=compaction.JOB_ID,
-        args=[ingest, engine, timezones if store is not None else None],
+        args=[ingest, engine, _timezones(store) if store is not None else None],
         max_instances=1,
         coalesce=True,
     )
     scheduler.start()
     return scheduler
+
+
+def _timezones(store: StoreEngine) -> Callable[[], dict[str, str]]:
+    """Reads every site's time zone from the config store, at each call."""
+
+    def timezones() -> dict[str, str]:
+        with store.connect() as conn:
+            return sites.timezones(conn)
+
+    return timezones
