@@ -179,6 +179,8 @@ class _Connection(asyncio.Protocol):
         return ready and self.transport is not None and not self.transport.is_closing()
 
     def ask(self, context: bytes, body: bytes) -> asyncio.Future:
+        if self.transport is None:  # asked only while open, but it may have closed since
+            raise WorkerGone("the batch worker went away")
         waiter = asyncio.get_running_loop().create_future()
         self._waiting.append(waiter)
         self.transport.write(REQUEST.pack(len(context), len(body)) + context + body)

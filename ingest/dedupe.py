@@ -14,12 +14,29 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Protocol, TypeVar
 
 import redis
 
 WINDOW_SECONDS = 24 * 3600
 BUCKET_SECONDS = 3600
+
+
+KeyT = TypeVar("KeyT")
+
+
+class KeyWindow(Protocol[KeyT]):
+    """What accepting and flushing ask of a window, whichever keeps it: ``RecentKeys`` names keys by
+    int hashes, ``RedisRecentKeys`` by the bytes of their Redis keys."""
+
+    window_seconds: int
+
+    def keys_of(self, site_id: str, keys: Iterable[str]) -> list[KeyT]: ...
+
+    def filter_new(self, keys: list[KeyT]) -> list[bool]: ...
+
+    def add_all(self, keys: Iterable[KeyT], *, at: float | None = None) -> None: ...
 
 
 def key_hash(site_id: str, key: str) -> int:
@@ -31,7 +48,9 @@ def key_hash(site_id: str, key: str) -> int:
 class RecentKeys:
     """The window in this process's memory: one server's claims, or a flusher's record of the lake."""
 
-    def __init__(self, *, window_seconds: int = WINDOW_SECONDS, clock=time.time) -> None:
+    def __init__(
+        self, *, window_seconds: int = WINDOW_SECONDS, clock: Callable[[], float] = time.time
+    ) -> None:
         self.window_seconds = window_seconds
         self._clock = clock
         self._buckets: dict[int, list[int]] = {}

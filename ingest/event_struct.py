@@ -26,7 +26,7 @@ import msgspec
 from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 from pydantic.types import Strict
-from typing_extensions import get_type_hints, is_typeddict
+from typing_extensions import TypedDict, get_type_hints, is_typeddict
 
 from ingest.schemas import Consent, EventBatch, EventIn, clock_reading, iso_time, plain_amount
 
@@ -62,8 +62,15 @@ def _decode_hook(kind: type, value: Any) -> Any:
 _NARROWED: dict[Any, type] = {datetime: WireTimestamp, Decimal: WireMoney}
 
 
-def _constraints(extras: tuple[Any, ...]) -> dict[str, int]:
-    found: dict[str, int] = {}
+class _Lengths(TypedDict, total=False):
+    """The constraints msgspec takes over from a field's pydantic annotations."""
+
+    min_length: int
+    max_length: int
+
+
+def _constraints(extras: tuple[Any, ...]) -> _Lengths:
+    found: _Lengths = {}
     for extra in extras:
         for rule in extra.metadata if isinstance(extra, FieldInfo) else [extra]:
             # msgspec's types are strict already (a bool is only true or false).
@@ -78,7 +85,7 @@ def _constraints(extras: tuple[Any, ...]) -> dict[str, int]:
     return found
 
 
-def _with_constraints(hint: Any, constraints: dict[str, int]) -> Any:
+def _with_constraints(hint: Any, constraints: _Lengths) -> Any:
     """``hint`` with length limits on its non-null members (msgspec constrains one type at a time)."""
     if not constraints:
         return hint
@@ -99,7 +106,7 @@ def _wire_type(hint: Any) -> Any:
     if origin in (Union, types.UnionType):
         return Union[tuple(_wire_type(member) for member in get_args(hint))]  # noqa: UP007
     if origin is list:
-        return list[_wire_type(get_args(hint)[0])]
+        return types.GenericAlias(list, (_wire_type(get_args(hint)[0]),))  # list[that type]
     if is_typeddict(hint):
         return struct_of(hint)
     if hint in _NARROWED:
@@ -131,16 +138,19 @@ def struct_of(typed_dict: type) -> type[msgspec.Struct]:
     ``UNSET``, which is falsy, so that null still fails validation."""
     if typed_dict in _STRUCTS:
         return _STRUCTS[typed_dict]
-    required, optional = [], []
+    required: list[tuple[str, Any]] = []
+    optional: list[tuple[str, Any, Any]] = []
+    # Every TypedDict has __total__; ``type`` does not say so.
+    total = getattr(typed_dict, "__total__", True)
     for name, hint in get_type_hints(typed_dict, include_extras=True).items():
         kind = _wire_type(hint)
-        if _required(hint, total=typed_dict.__total__):
+        if _required(hint, total=total):
             required.append((name, kind))
         elif _allows_none(kind):
             optional.append((name, kind, None))
         else:
             optional.append((name, kind | msgspec.UnsetType, msgspec.UNSET))
-    fields = required + optional
+    fields: list[tuple[str, Any] | tuple[str, Any, Any]] = [*required, *optional]
     struct = msgspec.defstruct(
         typed_dict.__name__, fields, rename={field[0]: to_camel(field[0]) for field in fields}, gc=False
     )

@@ -15,10 +15,10 @@ import io
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from itertools import compress
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,7 +26,7 @@ import pyarrow.json as pajson
 import redis
 import structlog
 
-from ingest.dedupe import RecentKeys
+from ingest.dedupe import KeyT, KeyWindow, RecentKeys
 from ingest.log import Chunk
 from warehouse.lake import Lake, LakeTable
 
@@ -62,7 +62,7 @@ def _spread(lists: pa.ListArray, single: pa.Array, parents: pa.Array) -> pa.Arra
     return pc.replace_with_mask(repeated, pc.is_valid(lists).take(parents), pc.list_flatten(lists))
 
 
-def _keys(keys: SharedKeys, wire: pa.Table, column: str) -> list:
+def _keys(keys: KeyWindow[KeyT], wire: pa.Table, column: str) -> list[KeyT]:
     """The key of every row of ``wire`` as ``keys`` names them."""
     sites, values = wire["site_id"], wire[column].to_pylist()
     if pc.count_distinct(sites).as_py() == 1:
@@ -80,12 +80,10 @@ class LogSource(Protocol):
     def chunks(self) -> Iterator[Chunk]: ...
 
 
-class SharedKeys(Protocol):
-    def keys_of(self, site_id: str, keys: Iterable[str]) -> list: ...
+class SharedKeys(KeyWindow[KeyT], Protocol[KeyT]):
+    """A window every process's flush checks and marks (``RedisRecentKeys``)."""
 
-    def filter_not_in_lake(self, keys: list) -> list[bool]: ...
-
-    def add_all(self, keys: Iterable) -> None: ...
+    def filter_not_in_lake(self, keys: list[KeyT]) -> list[bool]: ...
 
 
 class FlushLock:
@@ -126,7 +124,7 @@ class Flusher:
         stored: RecentKeys,
         interval_seconds: float = 1.0,
         claimed_at_accept: bool = False,
-        shared: SharedKeys | None = None,
+        shared: SharedKeys[Any] | None = None,
         reload_on_replay: bool = False,
         may_write: Callable[[], bool] | None = None,
     ) -> None:
@@ -264,12 +262,14 @@ class Flusher:
         window, loaded from the lake first) on replays and for rows not claimed at accept (unless
         ``shared`` checks them); against ``shared`` (what any process's flush wrote) when given."""
         column = self.table.key
+        shared = self.shared
         fresh: list[bool] | None = None
-        shared_keys = local_keys = None
-        if self.shared is not None:
-            shared_keys = _keys(self.shared, wire, column)
-            fresh = self.shared.filter_not_in_lake(shared_keys)
-        if replay or not (self.claimed_at_accept or self.shared is not None):
+        shared_keys: list[Any] | None = None
+        local_keys: list[int] | None = None
+        if shared is not None:
+            shared_keys = _keys(shared, wire, column)
+            fresh = shared.filter_not_in_lake(shared_keys)
+        if replay or not (self.claimed_at_accept or shared is not None):
             if not self._stored_loaded:
                 self.remember_stored()
             local_keys = _keys(self.stored, wire, column)
@@ -285,8 +285,8 @@ class Flusher:
             return 0
         self.lake.write_partitioned(self.table, wire, name=f"flush-{uuid.uuid4().hex}")
         self.rows_written += wire.num_rows
-        if shared_keys is not None:
-            self.shared.add_all(shared_keys)
+        if shared is not None and shared_keys is not None:
+            shared.add_all(shared_keys)
         if local_keys:
             self.stored.add_all(local_keys)
         return wire.num_rows

@@ -62,15 +62,17 @@ class SupervisedProcess:
 
     def start(self) -> None:
         self.process = spawn(self.data_dir, self.interval_seconds)
-        self._watcher = threading.Thread(target=self._watch, name="events-flusher-watch", daemon=True)
+        self._watcher = threading.Thread(
+            target=self._watch, args=(self.process,), name="events-flusher-watch", daemon=True
+        )
         self._watcher.start()
 
-    def _watch(self) -> None:
+    def _watch(self, process: subprocess.Popen) -> None:
         while not self._stop.wait(self.watch_seconds):
-            code = self.process.poll()
+            code = process.poll()
             if code is not None and not self._stop.is_set():
-                log.warning("events_flusher_lost", exit_code=code, pid=self.process.pid, respawning=True)
-                self.process = spawn(self.data_dir, self.interval_seconds)
+                log.warning("events_flusher_lost", exit_code=code, pid=process.pid, respawning=True)
+                self.process = process = spawn(self.data_dir, self.interval_seconds)
                 self.respawns += 1
 
     def status(self) -> str:

@@ -6,7 +6,7 @@ import re
 import uuid
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, NotRequired, overload
 
 from pydantic import (
     AfterValidator,
@@ -132,6 +132,10 @@ BROKEN_CHARACTER = "\ufffd"
 BROKEN_ID = "must not contain U+FFFD (a broken character, or a lone UTF-16 surrogate read as one)"
 
 
+@overload
+def exact_id(text: str) -> str: ...
+@overload
+def exact_id(text: str | None) -> str | None: ...
 def exact_id(text: str | None) -> str | None:
     if text is not None and BROKEN_CHARACTER in text:
         raise ValueError(BROKEN_ID)

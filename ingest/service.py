@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import fcntl
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from itertools import compress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 import redis
 
 from ingest import flusher_process
 from ingest.consent import consent_row
-from ingest.dedupe import WINDOW_SECONDS, RecentKeys, RedisRecentKeys
+from ingest.dedupe import WINDOW_SECONDS, KeyWindow, RecentKeys, RedisRecentKeys
 from ingest.event_lines import encode_event_batch, without_events
-from ingest.flusher import Flusher
+from ingest.flusher import Flusher, LogSource
 from ingest.log import DurableLog, FileChunks, LogReader
 from ingest.normalise import (
     Context,
@@ -80,7 +80,7 @@ class DataDirBusy(RuntimeError):
     pass
 
 
-def _lock_data_dir(data_dir: Path):
+def _lock_data_dir(data_dir: Path) -> TextIO:
     """One writer per data directory: the log and the lake assume a single process appends."""
     data_dir.mkdir(parents=True, exist_ok=True)
     handle = open(data_dir / "ingest.lock", "w")  # noqa: SIM115 - held for the life of the Ingest
@@ -168,28 +168,38 @@ class Ingest:
         self._events_process: flusher_process.SupervisedProcess | None = None
         self.lake = Lake(data_dir / "lake")
         windows = {name: order_window_seconds if name == ORDERS.name else WINDOW_SECONDS for name in TABLES}
-        if stream_url is None:
-            self.logs = {name: DurableLog(data_dir / "log" / name) for name in TABLES}
+        # A file log's logs and windows (claimed in this process's memory), or a Redis log's streams
+        # and windows (claimed in Redis); ``logs`` and ``keys`` are whichever there are.
+        self._file_logs: dict[str, DurableLog] = {}
+        self._claims: dict[str, RecentKeys] = {}
+        self._streams: dict[str, StreamLog] = {}
+        self._shared_keys: dict[str, RedisRecentKeys] = {}
+        self.logs: dict[str, DurableLog] | dict[str, StreamLog]
+        self.keys: Mapping[str, KeyWindow[Any]]
+        sources: dict[str, LogSource]
+        if self._redis is None:
+            self.logs = self._file_logs = {name: DurableLog(data_dir / "log" / name) for name in TABLES}
             # One window per table serves both the accepting side and the flusher's checks.
-            self.keys = {name: RecentKeys(window_seconds=windows[name]) for name in TABLES}
-            sources = {name: FileChunks(log) for name, log in self.logs.items()}
+            self.keys = self._claims = {name: RecentKeys(window_seconds=windows[name]) for name in TABLES}
+            sources = {name: FileChunks(log) for name, log in self._file_logs.items()}
         else:
-            self.logs = {
+            redis_log = self._redis
+            self.logs = self._streams = {
                 name: StreamLog(
-                    self._redis, name, directory=data_dir / "log" / name, claim_seconds=windows[name]
+                    redis_log, name, directory=data_dir / "log" / name, claim_seconds=windows[name]
                 )
                 for name in TABLES
             }
-            self.keys = {
-                name: RedisRecentKeys(self._redis, name, window_seconds=windows[name]) for name in TABLES
+            self.keys = self._shared_keys = {
+                name: RedisRecentKeys(redis_log, name, window_seconds=windows[name]) for name in TABLES
             }
-            if not is_bound(self._redis):
+            if not is_bound(redis_log):
                 # A Redis new to this data directory (an install moving from the file log, a Redis
                 # replaced) learns what the lake received within the window, so re-sends of those
                 # rows stay duplicates.
                 self._remember_lake_in_redis()
-            bind_data_dir(self._redis, data_dir)
-            sources = self.logs
+            bind_data_dir(redis_log, data_dir)
+            sources = dict(self._streams)
         self.flushers = {
             name: Flusher(
                 table=table,
@@ -198,10 +208,10 @@ class Ingest:
                 # Event and consent ids are claimed as they are accepted (on a Redis log, as they are
                 # logged: each id is stored from the one entry that claimed it); other rows are checked
                 # against what any flush wrote (a Redis log's marks); replays against the lake itself.
-                stored=self.keys[name] if stream_url is None else RecentKeys(),
+                stored=self._claims[name] if name in self._claims else RecentKeys(),
                 interval_seconds=flush_interval_seconds,
                 claimed_at_accept=table in (EVENTS, CONSENTS, ORDERS),
-                shared=self.keys[name] if stream_url is not None and table is not EVENTS else None,
+                shared=self._shared_keys.get(name) if table is not EVENTS else None,
                 reload_on_replay=stream_url is not None,
                 may_write=may_write,
             )
@@ -211,7 +221,7 @@ class Ingest:
 
     def _remember_lake_in_redis(self) -> None:
         for name, table in TABLES.items():
-            keys = self.keys[name]
+            keys = self._shared_keys[name]
             for site_id, row_keys, written_at in self.lake.recent_keys(
                 table, time.time() - keys.window_seconds
             ):
@@ -263,6 +273,8 @@ class Ingest:
 
     def flusher_status(self) -> str:
         """The events flusher process, for the health check; raises while the process is away."""
+        if self._events_process is None:
+            raise RuntimeError("the events flusher process is not running (accepted events wait in the log)")
         return self._events_process.status()
 
     def backlog(self) -> str | None:
@@ -270,7 +282,9 @@ class Ingest:
         if self._redis is None:
             return None
         now_ms = int(time.time() * 1000)
-        waiting = {name: (log.length(), log.oldest_age_seconds(now_ms)) for name, log in self.logs.items()}
+        waiting = {
+            name: (log.length(), log.oldest_age_seconds(now_ms)) for name, log in self._streams.items()
+        }
         oldest = max((age for _, age in waiting.values() if age is not None), default=None)
         text = f"{sum(n for n, _ in waiting.values())} entries wait for the lake"
         if oldest is not None:
@@ -301,8 +315,9 @@ class Ingest:
     @contextmanager
     def _claimed(self, site_id: str, event_ids: list[str], table: LakeTable = EVENTS) -> Iterator[list[bool]]:
         """Claim ``event_ids`` (or other keys of ``table``); yields which ones are new. They stay
-        claimed unless the body of the ``with`` fails (the client retries)."""
-        keys = self.keys[table.name]
+        claimed unless the body of the ``with`` fails (the client retries). File logs only: a Redis
+        log claims as it logs (``_claiming``)."""
+        keys = self._claims[table.name]
         hashes = keys.keys_of(site_id, event_ids)
         fresh = keys.claim(hashes)
         try:
@@ -327,7 +342,7 @@ class Ingest:
         no event of the batch is valid: nothing is logged)."""
         if self._redis is None:
             return None
-        return self.logs[table.name], self.keys[table.name].keys_of(site_id, event_ids)
+        return self._streams[table.name], self._shared_keys[table.name].keys_of(site_id, event_ids)
 
     async def _store_events(
         self, columns: EventColumns, failures: EventFailures, ctx: Context
@@ -338,9 +353,9 @@ class Ingest:
             fresh = await stream.append_claiming(line, keys)
             return _batch_result(columns["event_id"], failures, len(fresh) - sum(fresh))
         with self._claimed(ctx.site_id, columns["event_id"]) as fresh:
-            line, duplicates = self._new_events_line(columns, ctx, fresh)
-            if line:
-                await self.logs[EVENTS.name].append(line)
+            new_line, duplicates = self._new_events_line(columns, ctx, fresh)
+            if new_line:
+                await self.logs[EVENTS.name].append(new_line)
         return _batch_result(columns["event_id"], failures, duplicates)
 
     async def accept_events(self, raws: list[Any], ctx: Context) -> BatchResult:
@@ -372,9 +387,9 @@ class Ingest:
             fresh = stream.append_claiming_sync(line, keys)
             return _batch_result(columns["event_id"], failures, len(fresh) - sum(fresh))
         with self._claimed(ctx.site_id, columns["event_id"]) as fresh:
-            line, duplicates = self._new_events_line(columns, ctx, fresh)
-            if line:
-                self.logs[EVENTS.name].append_sync(line)
+            new_line, duplicates = self._new_events_line(columns, ctx, fresh)
+            if new_line:
+                self.logs[EVENTS.name].append_sync(new_line)
         return _batch_result(columns["event_id"], failures, duplicates)
 
     async def accept_metrics(self, raws: list[Any], ctx: Context) -> BatchResult:

@@ -56,6 +56,9 @@ return fresh
 """
 MASK = b"m"
 
+# A stream entry as XREADGROUP answers it: its id and fields (none for an entry XDEL'ed while pending).
+Entry = tuple[bytes, dict[bytes, bytes] | None]
+
 
 @dataclass(frozen=True)
 class _Claiming:
@@ -89,7 +92,8 @@ def stream_key(table: str) -> str:
 def check_durable(client: redis.Redis) -> None:
     """Refuse a Redis that would answer a write before it is on disk."""
     try:
-        config = {_text(k): _text(v) for k, v in client.config_get("append*").items()}
+        answer = client.config_get("append*").items()
+        config = {_text(k): _text(v) for k, v in answer if k is not None and v is not None}
     except redis.ResponseError as exc:
         raise LogNotDurable(f"cannot read Redis' persistence settings (CONFIG GET): {exc}") from exc
     if config.get("appendonly") != "yes" or config.get("appendfsync") != "always":
@@ -225,11 +229,14 @@ class StreamLog(GroupCommit):
             if _entry_id(entries[-1][0]) >= _entry_id(last):
                 return
 
-    def _read(self, start: bytes | str) -> list[tuple[bytes, dict]]:
+    def _read(self, start: bytes | str) -> list[Entry]:
         answer = self.client.xreadgroup(GROUP, CONSUMER, {self.key: start}, count=self.entries_per_read)
-        return answer[0][1] if answer else []
+        if not answer:
+            return []
+        assert isinstance(answer, list)  # RESP2, the client's protocol, answers [[stream, entries]]
+        return answer[0][1]
 
-    def _chunk(self, entries: list[tuple[bytes, dict]], *, replay: bool) -> Chunk:
+    def _chunk(self, entries: list[Entry], *, replay: bool) -> Chunk:
         ids = [entry_id for entry_id, _ in entries]
         # An entry XDEL'ed while pending reads as an id without fields.
         data = b"".join(fields[PAYLOAD] for _, fields in entries if fields and MASK not in fields)
@@ -256,7 +263,11 @@ class StreamLog(GroupCommit):
     def oldest_age_seconds(self, now_ms: int) -> float | None:
         """How long the oldest entry not yet in the lake has waited (None when none waits)."""
         first = self.client.xrange(self.key, count=1)
-        return max(0.0, (now_ms - _entry_id(first[0][0])[0]) / 1000) if first else None
+        if not first:
+            return None
+        entry_id = first[0][0]
+        assert entry_id is not None  # XRANGE answers every entry with its id
+        return max(0.0, (now_ms - _entry_id(entry_id)[0]) / 1000)
 
 
 def _entry_id(value: bytes | str) -> tuple[int, int]:
