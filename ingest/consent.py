@@ -19,7 +19,8 @@ from aisle.wire import CamelModel
 from ingest.normalise import Context, Rejected, event_time, micros
 from ingest.schemas import MAX_ID_LENGTH, EventTime, OptionalId, SentAt, exact_id
 
-CATEGORIES = ("necessary", "analytics", "marketing", "preferences")
+Category = Literal["necessary", "analytics", "marketing", "preferences"]
+CATEGORIES: tuple[Category, ...] = ("necessary", "analytics", "marketing", "preferences")
 SOURCES = ("banner", "preference_center", "sdk", "api", "cmp", "other")
 Source = Literal["banner", "preference_center", "sdk", "api", "cmp", "other"]
 

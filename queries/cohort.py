@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -29,6 +29,14 @@ COMPARISON_PERIODS = 7  # P0..P6
 # A period's nominal length in µs (a month: 365.2425 / 12 days); local periods stay within one
 # period of it, which the SQL corrects against the real boundaries.
 NOMINAL_US = {"day": 86_400_000_000, "week": 7 * 86_400_000_000, "month": 2_629_746_000_000}
+
+
+class RetentionCell(TypedDict):
+    """One period of a cohort's retention row (None for a period that has not begun yet)."""
+
+    period: str
+    retainedUsers: int | None
+    retentionRate: float | None
 
 
 @dataclass(frozen=True)
@@ -75,7 +83,8 @@ def add_periods(start: date, periods: int, interval: Interval) -> date:
 def period_bounds(first: date, until: datetime, interval: Interval, zone: ZoneInfo) -> list[int]:
     """The UTC instants (epoch µs) where the local periods from ``first`` start, up to the first one
     after ``until``."""
-    bounds, index = [], 0
+    bounds: list[int] = []
+    index = 0
     while not bounds or bounds[-1] <= until.timestamp() * 1_000_000:
         start = datetime.combine(add_periods(first, index, interval), time.min, zone)
         bounds.append(int(start.timestamp()) * 1_000_000)
@@ -278,12 +287,14 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
         first_bucket, datetime.combine(scan_end + timedelta(days=1), time.min, UTC), query.interval, zone
     )
     periods = _periods_between(first_bucket, bucket_start(query.end_date, query.interval), query.interval) + 1
-    params = {
+    range_start_us = int(range_start.timestamp()) * 1_000_000
+    range_end_us = int(range_end.timestamp()) * 1_000_000
+    params: dict[str, Any] = {
         "site_id": query.site_id,
         "scan_end": scan_end,
         "cohort_type": query.cohort_type,
-        "range_start_us": int(range_start.timestamp()) * 1_000_000,
-        "range_end_us": int(range_end.timestamp()) * 1_000_000,
+        "range_start_us": range_start_us,
+        "range_end_us": range_end_us,
         "return_event": query.return_event,
         "bounds": bounds,
         "nominal_us": NOMINAL_US[query.interval],
@@ -324,8 +335,8 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
                 *_rollup_words(
                     rows, slab=slab, first_bucket=first_bucket, interval=query.interval, width=width
                 ),
-                start_us=params["range_start_us"],
-                end_us=params["range_end_us"],
+                start_us=range_start_us,
+                end_us=range_end_us,
             )
             for slab, raw in zip(range(0, width + 1, SLAB), slabs, strict=True)
         ]
@@ -337,7 +348,7 @@ def cohort_report(engine: Engine, query: CohortQuery, *, now: datetime | None = 
         size = int(counts.size[index])
         if not size:
             continue
-        cells = []
+        cells: list[RetentionCell] = []
         for n in range(horizon + 1):
             if add_periods(cohort, n, query.interval) > today:
                 cells.append({"period": f"P{n}", "retainedUsers": None, "retentionRate": None})

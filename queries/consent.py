@@ -20,7 +20,7 @@ import duckdb
 from pydantic import Field
 
 from aisle.wire import CamelModel
-from ingest.consent import CATEGORIES
+from ingest.consent import CATEGORIES, Category
 from queries import library
 from queries.cohort import add_periods, bucket_start
 from queries.money import MoneyTotal, format_amount, money_total, per_unit
@@ -28,11 +28,11 @@ from queries.ranges import LocalDays
 from queries.rates import rate
 from warehouse.engine import Engine
 
-Category = Literal["necessary", "analytics", "marketing", "preferences"]
 Interval = Literal["day", "week", "month"]
 ExportKind = Literal["all", "record", "event"]
 OPTIONAL = ("analytics", "marketing", "preferences")
-GROUPS = ("granted", "denied", "unstated")
+Group = Literal["granted", "denied", "unstated"]
+GROUPS: tuple[Group, ...] = ("granted", "denied", "unstated")
 MAX_PERIODS = 800
 EXPORT_BATCH_ROWS = 1000
 
@@ -127,7 +127,7 @@ class CurrencyRevenue(CamelModel):
 
 
 class ImpactGroup(CamelModel):
-    group: Literal["granted", "denied", "unstated"]
+    group: Group
     people: int
     events: int
     events_per_person: float
@@ -190,7 +190,7 @@ class ExportRow(CamelModel):
 # --- small pure helpers ----------------------------------------------------------------------------------
 
 
-def category_rate(category: str, granted: int, denied: int, people: int) -> CategoryRate:
+def category_rate(category: Category, granted: int, denied: int, people: int) -> CategoryRate:
     decided = granted + denied
     return CategoryRate(
         category=category,
@@ -204,7 +204,8 @@ def category_rate(category: str, granted: int, denied: int, people: int) -> Cate
 
 def periods_of(start: date, end: date, interval: Interval) -> list[date]:
     """The first days of the calendar periods (day; ISO week from Monday; month) touching the range."""
-    first, periods = bucket_start(start, interval), []
+    first = bucket_start(start, interval)
+    periods: list[date] = []
     while (day := add_periods(first, len(periods), interval)) <= end:
         periods.append(day)
     return periods
@@ -409,7 +410,7 @@ def simulate_consent(
     """Replay the events of the range through a consent gate. Non-granular: one switch covers every
     category, so the gate needs all four granted; granular: it needs ``required`` (none: all sent).
     See ``consent_simulate.sql`` for sent / delayed / dropped."""
-    gate = list(CATEGORIES) if not granular else [c for c in CATEGORIES if c in set(required)]
+    gate: list[Category] = list(CATEGORIES) if not granular else [c for c in CATEGORIES if c in set(required)]
     timeout_us = timeout_ms * 1000
     wait_end = query.range_end + timedelta(microseconds=timeout_us)
     params = {

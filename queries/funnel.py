@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, overload
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -110,6 +110,28 @@ class _Rows:
         return (candidate < end) & (self.ts.take(candidate, mode="clip") <= deadline)
 
 
+@overload
+def _walk(
+    rows: _Rows,
+    starts: np.ndarray,
+    codes: list[int],
+    *,
+    window_us: int,
+    order: Order,
+    record: Literal[False] = False,
+    second: np.ndarray | None = None,
+) -> tuple[np.ndarray, None]: ...
+@overload
+def _walk(
+    rows: _Rows,
+    starts: np.ndarray,
+    codes: list[int],
+    *,
+    window_us: int,
+    order: Order,
+    record: Literal[True],
+    second: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]: ...
 def _walk(
     rows: _Rows,
     starts: np.ndarray,
@@ -125,8 +147,9 @@ def _walk(
     start); with ``record``, also the row of every step reached (-1 past the level). ``second``: the
     step-2 candidate of each start when already known (sequential order)."""
     level = np.ones(len(starts), dtype=np.int64)
+    # ``reached`` and ``found`` exist only with ``record``
     reached = np.full((len(starts), len(codes)), -1, dtype=np.int64) if record else None
-    if record:
+    if reached is not None:
         reached[:, 0] = starts
     every, end, deadline = np.arange(len(starts)), rows.end[starts], rows.ts[starts] + window_us
     if order == "any":
@@ -142,10 +165,10 @@ def _walk(
                 if not len(alive):
                     break
                 level[alive] += 1
-                if record:
+                if found is not None:
                     found[alive, filled[alive]] = position
                     filled[alive] += 1
-        if record:
+        if found is not None and reached is not None:
             found.sort(axis=1)
             reached[:, 1:] = np.where(found < rows.n, found, -1)
         return level, reached
@@ -163,7 +186,7 @@ def _walk(
         if not len(alive):
             break
         level[alive] = k + 1
-        if record:
+        if reached is not None:
             reached[alive, k] = position
     return level, reached
 

@@ -19,10 +19,12 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import Engine as StoreEngine
+from sqlalchemy import String
 
 from queries import library
 from warehouse.config_store import products
 from warehouse.config_store.products import SeenProduct
+from warehouse.config_store.sites import Site
 from warehouse.config_store.tables import products as products_table
 from warehouse.engine import Engine
 
@@ -32,12 +34,18 @@ BEGINNING = datetime(1970, 1, 1, tzinfo=UTC)
 _locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
 
-def _fits(value: Any, column: str) -> Any:
+def _length(column: str) -> int:
+    """The most characters a text column of the catalog holds."""
+    kind = products_table.c[column].type
+    assert isinstance(kind, String) and kind.length is not None  # the catalog's text columns are String(n)
+    return kind.length
+
+
+def _fits(value: str | None, column: str) -> str | None:
     """Text longer than its catalog column is left out rather than cut (a cut URL would be wrong)."""
     if value is None:
         return None
-    limit = products_table.c[column].type.length
-    return value if len(value) <= limit else None
+    return value if len(value) <= _length(column) else None
 
 
 def _price(row: dict[str, Any]) -> tuple[Decimal | None, str | None]:
@@ -80,7 +88,7 @@ def _seen(row: dict[str, Any]) -> SeenProduct:
     )
 
 
-def sync_seen_products(store: StoreEngine, engine: Engine, *, site: dict[str, Any]) -> int:
+def sync_seen_products(store: StoreEngine, engine: Engine, *, site: Site) -> int:
     """Merge the site's product events and order lines received since the last run into its catalog.
     Answers the number of products it added."""
     with _locks[site["id"]]:
@@ -89,7 +97,7 @@ def sync_seen_products(store: StoreEngine, engine: Engine, *, site: dict[str, An
         after = until - MARGIN if until else BEGINNING
         params = {"site_id": site["id"], "received_after": after, "first_read": until is None}
         rows = library.run(engine, "product_seen", params).to_pylist()
-        rows = [r for r in rows if len(r["code"]) <= products_table.c.product_item_code.type.length]
+        rows = [r for r in rows if len(r["code"]) <= _length("product_item_code")]
         if not rows:
             return 0
         with store.begin() as conn:
@@ -102,9 +110,7 @@ def sync_seen_products(store: StoreEngine, engine: Engine, *, site: dict[str, An
         return created
 
 
-def products_of_lines(
-    engine: Engine, *, site: dict[str, Any], product_ids: Iterable[str]
-) -> dict[str, dict[str, Any]]:
+def products_of_lines(engine: Engine, *, site: Site, product_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
     """The products among ``product_ids`` that order lines without productItemCode name, by productId,
     as catalog rows: what the catalog would make of those lines (newest name, price in its order's
     currency, else no price and the site currency; newest category path; first and last seen) if it
@@ -138,7 +144,7 @@ def products_of_lines(
 
 
 def product_names(
-    store: StoreEngine, engine: Engine, *, site: dict[str, Any], rows: Iterable[tuple[str, str | None]]
+    store: StoreEngine, engine: Engine, *, site: Site, rows: Iterable[tuple[str, str | None]]
 ) -> dict[str, str | None]:
     """Names of report rows, given as (productId, productItemCode or None), by productId: as the
     product's own routes name it, the catalog's name when the catalog holds the productId; else, for a
