@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from api.analytics.revenue import MONEY, TOUCHPOINTS, LookbackDays
+from api.analytics.revenue.routes import MONEY, TOUCHPOINTS, LookbackDays
 from api.analytics.scope import Analyst
 from api.deps import ConfigStoreDep, load_owned_site
 from api.errors import BadRequest, NotFound
