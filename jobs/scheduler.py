@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from functools import partial
+
 from apscheduler.schedulers.background import BackgroundScheduler
-from sqlalchemy.engine import Engine as StoreEngine
 
 from ingest.service import Ingest
-from jobs import compaction
+from jobs import compaction, product_catalog
 from warehouse.config_store import sites
+from warehouse.config_store.store import ConfigStore
 from warehouse.engine import Engine
 
 
@@ -16,11 +19,15 @@ def start_scheduler(
     ingest: Ingest,
     compaction_interval_seconds: float,
     engine: Engine | None = None,
-    store: StoreEngine | None = None,
+    store: ConfigStore | None = None,
+    catalog_interval_seconds: float = product_catalog.INTERVAL_SECONDS,
 ) -> BackgroundScheduler:
-    """``store``: the config store, read for the sites' time zones (the monthly rollups need them)."""
+    """``store``: the config store, read for the sites' time zones (the monthly rollups need them).
+    With both ``engine`` and ``store``, the product catalogs are kept up to date too: on an interval,
+    and after every explicit flush of ``ingest``."""
 
     def timezones() -> dict[str, str]:
+        assert store is not None
         with store.connect() as conn:
             return sites.timezones(conn)
 
@@ -34,5 +41,18 @@ def start_scheduler(
         max_instances=1,
         coalesce=True,
     )
+    if engine is not None and store is not None:
+        scheduler.add_job(
+            product_catalog.sync_product_catalogs,
+            "interval",
+            seconds=catalog_interval_seconds,
+            id=product_catalog.JOB_ID,
+            args=[store, engine],
+            max_instances=1,
+            coalesce=True,
+            # What arrived while no server ran (an `aisle import`) is in the catalogs soon after start.
+            next_run_time=datetime.now(UTC),
+        )
+        ingest.after_flush(partial(product_catalog.sync_product_catalogs, store, engine))
     scheduler.start()
     return scheduler

@@ -1,48 +1,41 @@
-"""Product analytics v2: catalog, feed import and its summary, one product's overview, dwell time and
-associations, top products per currency, tracking status. v1 routes are gone (404, no aliases)."""
+"""Product analytics v2 routes: catalog, feed import and its summary, one product's overview, dwell
+time and associations, top products per currency, tracking status. v1 routes are gone
+(``removed_v1``)."""
 
 from __future__ import annotations
 
-import math
-import uuid
-from datetime import datetime
-from typing import Annotated, Any, Literal
+import inspect
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
-from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite, check_range_length, date_range
-from api.deps import ConfigStoreDep, CurrentUser, WritableSiteById
-from api.errors import BadRequest, NotFound, PayloadTooLarge
-from api.schemas import CURRENCY_ENUM, CamelModel, IsoDate
-from ingest.currency import normalise_currency
-from ingest.product_feed import FORMATS, FeedUnreadable, detect_format, import_feed
-from queries.product_catalog import product_names, products_of_lines, sync_seen_products
-from queries.products import (
-    CatalogCounts,
-    Mode,
-    Product,
+from api.analytics.products import removed_v1, service
+from api.analytics.products.params import (
+    FeedBody,
+    FeedFormat,
+    ProductId,
+    Range,
+    refuse_product_item_code,
+)
+from api.analytics.products.schemas import (
+    CatalogPageOut,
+    FeedImportOut,
+    FeedsSummary,
     ProductAssociations,
     ProductDwell,
     ProductOverview,
-    ProductRange,
-    Source,
     TopProducts,
-    TopSort,
     TrackingStatus,
-    product_associations,
-    product_dwell,
-    product_out,
-    product_overview,
-    top_products,
-    top_sales,
-    tracking_status,
 )
-from warehouse.config_store import products as catalog
-from warehouse.config_store.product_identity import product_id_for
+from api.analytics.scope import AnalyticsSite
+from api.deps import ConfigStoreDep, CurrentUser, EngineDep, WritableSiteById
+from api.schemas import CURRENCY_ENUM
+from ingest import product_feed as feed_rules
+from jobs.product_catalog import INTERVAL_SECONDS
+from queries.products import Mode, Source, TopSort
 
-MAX_FEED_BYTES = 50 * 1024 * 1024
 # Under the router's prefix; the general body limit leaves it to MAX_FEED_BYTES (``api.app``).
 FEED_PATH = "/product/{siteId}/feed"
 
@@ -60,21 +53,30 @@ SEMANTICS = (
     "the visitor. Access: `analytics:view` in the organisation that owns the site (403 otherwise)."
 )
 
+# The product routes read the catalog as the product-catalog job left it (``jobs.product_catalog``).
+FRESHNESS = (
+    "The catalog learns the products events and orders name from a job, not as it is read: a product "
+    f"first named by an event or order is in it about {INTERVAL_SECONDS:g} seconds after they reach the lake."
+)
 
-def refuse_product_item_code(request: Request, site: AnalyticsSite) -> None:
-    """Product analytics v2 name products by productId only."""
-    for key in ("productItemCode", "product_item_code"):
-        code = request.query_params.get(key)
-        if code is not None:
-            derived = str(product_id_for(site["id"], code)) if code.strip() else None
-            hint = f" (for productItemCode '{code}' on this site: productId={derived})" if derived else ""
-            raise BadRequest(
-                f"Product analytics take productId (uuid), not productItemCode: send productId{hint}. "
-                f"GET /api/v1/analytics/product/{site['id']}/catalog lists every product with its productId.",
-                code="PRODUCT_ID_REQUIRED",
-                details={"field": key, "productId": derived},
-            )
+# Appended to the description of each route about one product.
+ONE_PRODUCT = (
+    "`productId` may name a product the catalog does not hold: the catalog names products by code, so a "
+    "productId that only order lines without `productItemCode` name (no known code derives to it; such "
+    "products appear in top and association rows with `productItemCode` null) is answered with a product "
+    "made from those lines: `productItemCode` null, `name`, `price` (with its `currency`, else the site's) "
+    "and `categories` from the newest line that gives each (a refund gives no price), `inFeed` false, "
+    "`seenInEvents` true, `firstSeenAt`/`lastSeenAt` its first and last line, `updatedAt` when the newest "
+    "line was received. Events name products by code, so such a product has no views, add-to-carts, dwell "
+    "times or cart baskets."
+)
 
+# The feed's columns and aliases, as ``ingest.product_feed`` (which reads them) states them.
+FEED_COLUMNS = inspect.cleandoc(feed_rules.__doc__ or "").partition("\n\n")[2]
+
+PRODUCT_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"description": "PRODUCT_NOT_FOUND: no feed, event or order names this productId."}
+}
 
 router = APIRouter(prefix="/analytics", tags=["product analytics"])
 product_router = APIRouter(
@@ -84,107 +86,11 @@ product_router = APIRouter(
 )
 
 
-def product_range(
-    site: AnalyticsSite,
-    days: Annotated[
-        int | None,
-        Query(
-            ge=1, le=MAX_RANGE_DAYS, description="The last N days of the site's time zone, today included."
-        ),
-    ] = None,
-    start_date: Annotated[
-        IsoDate | None,
-        Query(
-            alias="startDate",
-            description=f"First day (site time zone); wins over `days`. At most {MAX_RANGE_DAYS} days before "
-            "`endDate` (400 `DATE_RANGE_TOO_LONG`).",
-        ),
-    ] = None,
-    end_date: Annotated[
-        IsoDate | None, Query(alias="endDate", description="Last day, inclusive; wins over `days`.")
-    ] = None,
-) -> ProductRange:
-    if start_date is None and end_date is None:
-        return ProductRange.last_days(
-            site_id=site["id"], days=days or 30, timezone=site["timezone"], currency=site["currency"]
-        )
-    start, end = date_range(site, start_date, end_date)
-    check_range_length(start, end)
-    return ProductRange.of_site(site, start, end)
-
-
-Range = Annotated[ProductRange, Depends(product_range)]
-
-
-def _sync(request: Request, store, site: dict[str, Any]) -> None:
-    sync_seen_products(store, request.app.state.engine, site=site)
-
-
-def product_id_param(
-    site: AnalyticsSite,
-    product_id: Annotated[
-        str,
-        Query(
-            alias="productId",
-            description="The product's uuid (see the catalog route; top and association rows carry it too).",
-            json_schema_extra={"format": "uuid"},
-        ),
-    ],
-) -> str:
-    """`productId` as a uuid; anything else answers 400 with the id it would be as a productItemCode."""
-    try:
-        return str(uuid.UUID(product_id.strip()))
-    except ValueError:
-        derived = str(product_id_for(site["id"], product_id)) if product_id.strip() else None
-        hint = f"; if '{product_id}' is a productItemCode, send productId={derived}" if derived else ""
-        raise BadRequest(
-            f"productId must be a uuid{hint}",
-            code="PRODUCT_ID_NOT_UUID",
-            details={"field": "productId", "productId": derived},
-        ) from None
-
-
-ProductId = Annotated[str, Depends(product_id_param)]
-
-
-def load_product(
-    request: Request, store, site: dict[str, Any], product_id: str, *, synced: bool = False
-) -> dict[str, Any]:
-    """The catalog row of `productId`; a product seen only in the lake so far is added first (unless
-    the caller has just ``synced``). A productId that only order lines without a code name (the catalog
-    names products by code) is made from those lines. Called in the route's body, so that every
-    parameter is validated before a 404."""
-    with store.connect() as conn:
-        row = catalog.get(conn, site_id=site["id"], product_id=product_id)
-    if row is None and not synced:
-        _sync(request, store, site)
-        with store.connect() as conn:
-            row = catalog.get(conn, site_id=site["id"], product_id=product_id)
-    if row is None:
-        row = products_of_lines(request.app.state.engine, site=site, product_ids=[product_id]).get(product_id)
-    if row is None:
-        raise NotFound(
-            "No product with this productId on this site: no feed named it and no event or order mentions it",
-            code="PRODUCT_NOT_FOUND",
-        )
-    return row
-
-
 # --- catalog and feeds ------------------------------------------------------------------------------
 
 
-class CatalogPageOut(CamelModel):
-    products: list[Product]
-    total: int
-    page: int
-    limit: int
-    total_pages: int
-    search: str | None
-
-
-@product_router.get("/catalog", response_model=CatalogPageOut, response_model_by_alias=True)
+@product_router.get("/catalog", response_model=CatalogPageOut)
 def product_catalog(
-    request: Request,
     store: ConfigStoreDep,
     site: AnalyticsSite,
     search: Annotated[
@@ -202,36 +108,7 @@ def product_catalog(
     `image`, `inFeed` (a feed import named it), `seenInEvents` (an event or order named it; first and
     last time in `firstSeenAt`/`lastSeenAt`). Feed values win; events and orders fill what the feed left
     empty, and for products no feed named the newest event values replace older ones."""
-    _sync(request, store, site)
-    needle = search.strip() if search else None
-    with store.connect() as conn:
-        found = catalog.list(conn, site_id=site["id"], search=needle, offset=(page - 1) * limit, limit=limit)
-    return CatalogPageOut(
-        products=[product_out(r) for r in found.rows],
-        total=found.total,
-        page=page,
-        limit=limit,
-        total_pages=max(1, math.ceil(found.total / limit)),
-        search=needle,
-    )
-
-
-class FeedRejection(CamelModel):
-    row: int
-    code: str
-    reason: str
-
-
-class FeedImportOut(CamelModel):
-    import_id: str
-    format: Literal["csv", "json", "jsonl"]
-    rows_read: int
-    accepted: int
-    created: int
-    updated: int
-    rejected: int
-    rejected_by_code: dict[str, int]
-    rejections: list[FeedRejection]
+    return service.list_catalog(store, site=site, search=search, page=page, limit=limit)
 
 
 # A feed of only blanks is 400 `FEED_EMPTY`: the text needs one character bytes.strip() keeps.
@@ -246,7 +123,6 @@ FEED_DESCRIPTION = (
 @router.post(
     FEED_PATH,
     response_model=FeedImportOut,
-    response_model_by_alias=True,
     openapi_extra={
         "requestBody": {
             "required": True,
@@ -260,14 +136,7 @@ FEED_DESCRIPTION = (
     },
 )
 async def product_feed(
-    request: Request,
-    store: ConfigStoreDep,
-    site: WritableSiteById,
-    principal: CurrentUser,
-    format: Annotated[
-        Literal["csv", "json", "jsonl"] | None,
-        Query(description="csv, json or jsonl; by default from the Content-Type."),
-    ] = None,
+    store: ConfigStoreDep, site: WritableSiteById, principal: CurrentUser, fmt: FeedFormat, body: FeedBody
 ) -> FeedImportOut:
     """Import a product feed into the site's catalog (needs `sites:write`). Rows are checked one by one:
     good rows are stored, each bad row is refused with its `row` (CSV/JSON-lines line number, the CSV
@@ -275,131 +144,30 @@ async def product_feed(
     listed (`rejectedByCode` counts them all). Codes: `ROW_NOT_OBJECT`, `MISSING_PRODUCT_CODE`,
     `INVALID_PRODUCT_CODE`, `INVALID_NAME`, `INVALID_PRICE` (not a decimal, negative, more than 6
     decimals), `CURRENCY_NOT_ISO4217`, `CURRENCY_CONFLICT`, `INVALID_CATEGORIES`, `INVALID_STOCK`,
-    `INVALID_URL`, `DUPLICATE_PRODUCT_CODE` (a code already given earlier in the same feed).
-
-    Columns (any case, `_`/`-`/spaces ignored; aliases in brackets): `productItemCode` (required; sku,
-    code, itemCode, stockCode, id), `name` (title, productName, description), `price` (unitPrice; a
-    decimal, or `"15.00 USD"`), `currency` (currencyCode; ISO-4217, **the site currency when missing**),
-    `categories` (categoryPath, category, productType; a list, or paths separated by `|`), `stock`
-    (quantity, inventory, stockQuantity; whole number ≥ 0), `url` (link, productUrl), `image` (imageUrl,
-    imageLink). A product is upserted by its code: the fields a row gives replace the stored ones, the
-    others stay. The import is recorded for `feeds-summary`. A feed that cannot be read as a whole
-    answers 400 `FEED_UNREADABLE` and stores nothing."""
-    content_type = request.headers.get("content-type")
-    try:
-        fmt = format or detect_format(None, content_type)
-    except FeedUnreadable:
-        raise BadRequest(
-            f"Say the feed's format: Content-Type text/csv, application/json or application/x-ndjson, "
-            f"or ?format= one of {', '.join(FORMATS)}",
-            code="FEED_FORMAT_UNKNOWN",
-        ) from None
-    body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_FEED_BYTES:
-            raise PayloadTooLarge(f"Feeds are limited to {MAX_FEED_BYTES} bytes", code="FEED_TOO_LARGE")
-    if not body.strip():
-        raise BadRequest("The feed is empty", code="FEED_EMPTY")
-    try:
-        text = body.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise BadRequest("Send the feed as UTF-8 text", code="FEED_NOT_UTF8") from None
-    try:
-        summary = await run_in_threadpool(
-            import_feed, store, site=site, text=text, fmt=fmt, source="api", created_by=principal.user_id
-        )
-    except FeedUnreadable as exc:
-        raise BadRequest(str(exc), code="FEED_UNREADABLE") from None
-    return FeedImportOut.model_validate(summary.as_dict())
+    `INVALID_URL`, `DUPLICATE_PRODUCT_CODE` (a code already given earlier in the same feed). A product is
+    upserted by its code: the fields a row gives replace the stored ones, the others stay. The import is
+    recorded for `feeds-summary`. A feed that cannot be read as a whole answers 400 `FEED_UNREADABLE`
+    and stores nothing. The columns the feed may have follow."""
+    return await run_in_threadpool(
+        service.create_feed_import, store, site=site, body=body, fmt=fmt, created_by=principal.user_id
+    )
 
 
-class FeedImportRecord(CamelModel):
-    import_id: str
-    imported_at: datetime
-    source: str
-    format: str
-    file_name: str | None
-    rows_read: int
-    accepted: int
-    created: int
-    rejected: int
-    rejected_by_code: dict[str, int]
-    rejections: list[FeedRejection]
-
-
-class FeedsSummary(CamelModel):
-    products: int
-    from_feed: int
-    seen_only_in_events: int
-    feed_products_seen_in_events: int
-    imports: int
-    rejected_rows_total: int
-    last_import: FeedImportRecord | None
-
-
-@product_router.get("/feeds-summary", response_model=FeedsSummary, response_model_by_alias=True)
-def feeds_summary(request: Request, store: ConfigStoreDep, site: AnalyticsSite) -> FeedsSummary:
+@product_router.get("/feeds-summary", response_model=FeedsSummary)
+def feeds_summary(store: ConfigStoreDep, site: AnalyticsSite) -> FeedsSummary:
     """Where the catalog comes from: `products` in all, `fromFeed` (named by a feed import),
     `seenOnlyInEvents` (known only from events and orders), `feedProductsSeenInEvents` (from a feed and
     also seen), the number of `imports`, rows refused over all imports (`rejectedRowsTotal`), and the
     `lastImport` (null before the first) with its counts and refused rows."""
-    _sync(request, store, site)
-    with store.connect() as conn:
-        counts = catalog.counts(conn, site_id=site["id"])
-        last, number, refused = catalog.import_history(conn, site_id=site["id"])
-    record = None
-    if last is not None:
-        record = FeedImportRecord(
-            import_id=last["id"],
-            imported_at=last["created_at"],
-            source=last["source"],
-            format=last["format"],
-            file_name=last["file_name"],
-            rows_read=last["rows_read"],
-            accepted=last["accepted"],
-            created=last["created_products"],
-            rejected=last["rejected"],
-            rejected_by_code=last["rejections"].get("byCode", {}),
-            rejections=last["rejections"].get("rows", []),
-        )
-    return FeedsSummary(
-        products=counts["products"],
-        from_feed=counts["from_feed"],
-        seen_only_in_events=counts["seen_only"],
-        feed_products_seen_in_events=counts["feed_and_seen"],
-        imports=number,
-        rejected_rows_total=refused,
-        last_import=record,
-    )
+    return service.get_feeds_summary(store, site=site)
 
 
 # --- one product ------------------------------------------------------------------------------------
 
-PRODUCT_NOT_FOUND: dict[int | str, dict[str, Any]] = {
-    404: {"description": "PRODUCT_NOT_FOUND: no feed, event or order names this productId."}
-}
-# Appended to the description of each route about one product.
-ONE_PRODUCT = (
-    "`productId` may name a product the catalog does not hold: the catalog names products by code, so a "
-    "productId that only order lines without `productItemCode` name (no known code derives to it; such "
-    "products appear in top and association rows with `productItemCode` null) is answered with a product "
-    "made from those lines: `productItemCode` null, `name`, `price` (with its `currency`, else the site's) "
-    "and `categories` from the newest line that gives each (a refund gives no price), `inFeed` false, "
-    "`seenInEvents` true, `firstSeenAt`/`lastSeenAt` its first and last line, `updatedAt` when the newest "
-    "line was received. Events name products by code, so such a product has no views, add-to-carts, dwell "
-    "times or cart baskets."
-)
 
-
-@product_router.get(
-    "/overview",
-    response_model=ProductOverview,
-    response_model_by_alias=True,
-    responses=PRODUCT_NOT_FOUND,
-)
+@product_router.get("/overview", response_model=ProductOverview, responses=PRODUCT_NOT_FOUND)
 def overview(
-    request: Request, store: ConfigStoreDep, site: AnalyticsSite, product_id: ProductId, query: Range
+    store: ConfigStoreDep, engine: EngineDep, site: AnalyticsSite, product_id: ProductId, query: Range
 ) -> ProductOverview:
     """One product in the range: `views` (product_view events) and `uniqueViewers`; `addToCarts`
     (add_to_cart events) and `addToCartPeople`; `purchases` (sales holding the product), `unitsSold`
@@ -408,18 +176,12 @@ def overview(
     viewers); `revenueByCurrency` rows `{currency, revenue, orders, units}` and the `revenue` card (one
     amount for one currency, zero in the product's currency without sales; `currency: null, mixed: true`
     for several)."""
-    product = load_product(request, store, site, product_id)
-    return product_overview(request.app.state.engine, query, product=product)
+    return service.get_overview(store, engine, site=site, product_id=product_id, query=query)
 
 
-@product_router.get(
-    "/dwell-time",
-    response_model=ProductDwell,
-    response_model_by_alias=True,
-    responses=PRODUCT_NOT_FOUND,
-)
+@product_router.get("/dwell-time", response_model=ProductDwell, responses=PRODUCT_NOT_FOUND)
 def dwell_time(
-    request: Request, store: ConfigStoreDep, site: AnalyticsSite, product_id: ProductId, query: Range
+    store: ConfigStoreDep, engine: EngineDep, site: AnalyticsSite, product_id: ProductId, query: Range
 ) -> ProductDwell:
     """Time spent on the product from its `product_dwell_time` events: seconds from
     `metadata.dwellTimeSeconds` (also read: `dwellSeconds`, `durationSeconds`; milliseconds from
@@ -429,19 +191,13 @@ def dwell_time(
     `p90Seconds` (continuous quantiles), `maxSeconds` (null without any), the `distribution` in buckets
     [0,5), [5,15), [15,30), [30,60), [60,180), 180+ seconds, and `daily` rows (site time zone; days
     without events left out)."""
-    product = load_product(request, store, site, product_id)
-    return product_dwell(request.app.state.engine, query, product=product)
+    return service.get_dwell_time(store, engine, site=site, product_id=product_id, query=query)
 
 
-@product_router.get(
-    "/associations",
-    response_model=ProductAssociations,
-    response_model_by_alias=True,
-    responses=PRODUCT_NOT_FOUND,
-)
+@product_router.get("/associations", response_model=ProductAssociations, responses=PRODUCT_NOT_FOUND)
 def associations(
-    request: Request,
     store: ConfigStoreDep,
+    engine: EngineDep,
     site: AnalyticsSite,
     product_id: ProductId,
     query: Range,
@@ -471,26 +227,15 @@ def associations(
     most `together` first, then higher lift, then code; `relatedProducts` counts every B. `name` is the
     catalog's, or for a product its lines name only by `productId` (`productItemCode` null) the newest
     of those lines' names; null when unknown."""
-    # What arrived since the catalog's last read first, as top does: the related products are named
-    # from it.
-    _sync(request, store, site)
-    product = load_product(request, store, site, product_id, synced=True)
-    engine = request.app.state.engine
-    figures = product_associations(
-        engine, query, product=product, source=source, mode=mode, limit=limit, names={}
+    return service.get_associations(
+        store, engine, site=site, product_id=product_id, query=query, source=source, mode=mode, limit=limit
     )
-    names = product_names(
-        store, engine, site=site, rows=[(a.product_id, a.product_item_code) for a in figures.associations]
-    )
-    for row in figures.associations:
-        row.name = names.get(row.product_id)
-    return figures
 
 
-@product_router.get("/top", response_model=TopProducts, response_model_by_alias=True)
+@product_router.get("/top", response_model=TopProducts)
 def top(
-    request: Request,
     store: ConfigStoreDep,
+    engine: EngineDep,
     site: AnalyticsSite,
     query: Range,
     sort_by: Annotated[
@@ -516,21 +261,13 @@ def top(
     several are. A product its lines name only by `productId`, which no code in the range derives to,
     has `productItemCode` null; `name` is the catalog's, or for such a product the newest of those lines'
     names (null when unknown)."""
-    wanted = None
-    if currency is not None:
-        try:
-            wanted = normalise_currency(currency)
-        except ValueError as exc:
-            raise BadRequest(str(exc), code="CURRENCY_NOT_ISO4217") from None
-    engine = request.app.state.engine
-    _sync(request, store, site)
-    rows = top_sales(engine, query, sort_by=sort_by, limit=limit, currency=wanted)
-    names = product_names(store, engine, site=site, rows=[(r["product_id"], r["code"]) for r in rows])
-    return top_products(engine, query, sort_by=sort_by, limit=limit, currency=wanted, names=names, rows=rows)
+    return service.list_top(
+        store, engine, site=site, query=query, sort_by=sort_by, limit=limit, currency=currency
+    )
 
 
-@product_router.get("/tracking-status", response_model=TrackingStatus, response_model_by_alias=True)
-def tracking(request: Request, store: ConfigStoreDep, site: AnalyticsSite, query: Range) -> TrackingStatus:
+@product_router.get("/tracking-status", response_model=TrackingStatus)
+def tracking(store: ConfigStoreDep, engine: EngineDep, site: AnalyticsSite, query: Range) -> TrackingStatus:
     """Whether product tracking works, over the range (default the last 30 days): per product event name
     (`product_impression`, `product_click`, `product_view`, `product_dwell_time`, `add_to_cart`,
     `wishlist`) the `events`, distinct `products`, `lastAt`, and how many carry `metadata.name`
@@ -540,52 +277,8 @@ def tracking(request: Request, store: ConfigStoreDep, site: AnalyticsSite, query
     when not configured); `checks` with an `ok` flag and a message saying what to fix. `status`: `ok`
     with product_view and add_to_cart events, `partial` with only some product events, `not_tracking`
     with none."""
-    _sync(request, store, site)
-    with store.connect() as conn:
-        counts = catalog.counts(conn, site_id=site["id"])
-    modules = (site.get("tracking_config") or {}).get("trackingModules") or {}
-    product_module = modules.get("product") if isinstance(modules, dict) else None
-    enabled = product_module.get("enabled") if isinstance(product_module, dict) else None
-    return tracking_status(
-        request.app.state.engine,
-        query,
-        catalog=CatalogCounts(
-            products=counts["products"],
-            from_feed=counts["from_feed"],
-            seen_only_in_events=counts["seen_only"],
-            feed_products_seen=counts["feed_and_seen"],
-        ),
-        module_enabled=enabled if isinstance(enabled, bool) else None,
-    )
+    return service.get_tracking_status(store, engine, site=site, query=query)
 
-
-# --- v1 routes: removed on 16 February 2026, no aliases ---------------------------------------------
-
-REMOVED = {
-    "/product/{siteId}/top-revenue": "GET /api/v1/analytics/product/:siteId/top",
-    "/product/{siteId}/bought-together": "GET /api/v1/analytics/product/:siteId/associations?source=purchase",
-    "/product/{siteId}/added-to-cart-together": "GET /api/v1/analytics/product/:siteId/associations?source=cart",
-    "/sites/{siteId}/products": "GET /api/v1/analytics/product/:siteId/catalog",
-}
-
-
-def _removed(replacement: str):
-    def answer(siteId: str) -> None:
-        raise NotFound(
-            f"This product analytics v1 route was removed on 16 February 2026; use {replacement}",
-            code="ROUTE_REMOVED",
-        )
-
-    return answer
-
-
-for _path, _replacement in REMOVED.items():
-    router.add_api_route(
-        _path,
-        _removed(_replacement),
-        methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-        include_in_schema=False,
-    )
 
 # Every product route states the shared semantics after its own; the routes about one product also
 # say which products they answer for.
@@ -593,5 +286,9 @@ for _route in product_router.routes:
     if isinstance(_route, APIRoute):
         if _route.endpoint in (overview, dwell_time, associations):
             _route.description = f"{_route.description}\n\n{ONE_PRODUCT}"
-        _route.description = f"{_route.description}\n\n{SEMANTICS}"
+        _route.description = f"{_route.description}\n\n{FRESHNESS}\n\n{SEMANTICS}"
+for _route in router.routes:
+    if isinstance(_route, APIRoute) and _route.endpoint is product_feed:
+        _route.description = f"{_route.description}\n\n{FEED_COLUMNS}"
+router.include_router(removed_v1.router)
 router.include_router(product_router)
