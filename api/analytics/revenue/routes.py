@@ -5,120 +5,33 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query
 from fastapi.routing import APIRoute
 
-from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite, Offset, check_range_length, date_range
-from api.errors import BadRequest
-from api.schemas import IsoDate
-from queries.attribution import (
-    CLICK_NAMES,
-    DEFAULT_LOOKBACK_DAYS,
-    IMPRESSION_NAMES,
+from api.analytics.revenue import service
+from api.analytics.revenue.params import LookbackDays, Range
+from api.analytics.revenue.schemas import (
     EntityRevenue,
-    EntityType,
-    Model,
-    RecommendationsBreakdown,
-    entity_revenue,
-    recommendations_breakdown,
-)
-from queries.revenue import (
     IdentityConversionMetrics,
-    ReportRange,
+    RecommendationsBreakdown,
     RevenueOverview,
-    identity_conversion_metrics,
-    revenue_overview,
 )
+from api.analytics.revenue.semantics import CONVERSIONS, MONEY, RANGE, TOUCHPOINTS
+from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite, Offset
+from api.deps import EngineDep
+from queries.attribution import DEFAULT_LOOKBACK_DAYS, EntityType, Model
 
 router = APIRouter(prefix="/analytics", tags=["analytics"])
-
-MONEY = (
-    "Money comes from orders: amounts are never converted and never summed across currencies. Every "
-    "amount sits in a row with its own `currency` and is a decimal string with that currency's ISO-4217 "
-    "minor units (JPY `1200`, EUR `10.50`, KWD `1.500`), rounded half to even. A card over several "
-    "currencies has `amount: null`, `currency: null`, `mixed: true`; the per-currency rows beside it "
-    "carry the figures; a card with nothing to total is zero in the site's currency. People are the linked user when the visitor was ever identified, else the visitor."
-)
-
-RANGE = (
-    "The range is whole days of the site's time zone: `startDate`..`endDate` (inclusive; the last 30 "
-    "days by default) or `days` (the last N days, today included), not both."
-)
-
-TOUCHPOINTS = (
-    "Touchpoints are impressions (events " + ", ".join(f"`{n}`" for n in IMPRESSION_NAMES) + ") and "
-    "clicks (" + ", ".join(f"`{n}`" for n in CLICK_NAMES) + ") whose `entityType` is `campaign`, "
-    "`widget` or `recommendation` (any case) with an `entityId`, by the same person, strictly before "
-    "the conversion and at most `lookbackDays` (default 30, 1-365) earlier. A conversion's touchpoints "
-    "are ordered by time, then event id, and each model gives them credits that sum to 1: `first_touch` "
-    "/ `last_touch` all to the first / last; `linear` 1/n each; `time_decay` weight 2^(-age / 7 days) "
-    "(half-life 7 days, age = conversion time - touchpoint time), normalised; `position_based` 40% "
-    "first, 40% last, 20% split evenly between the others (one touchpoint: 100%; two: 50% each). "
-    "Credits are split over every touchpoint of a conversion, whatever entity it belongs to; an "
-    "entity's credit is the sum of its touchpoints' credits, its revenue that credit times the order "
-    "total."
-)
-
-CONVERSIONS = (
-    "Conversions are orders timed in the range (refunds excluded) and `purchase` events in it that name "
-    "no sale; a purchase event whose `metadata.orderId` names a sale of the site (of any date; a refund "
-    "is no sale) is that same purchase, once, at the sale's time and with its money (other purchase "
-    "events count as conversions without money). "
-    "Touchpoints may precede the range. Attributed revenue is the sum over conversions of the entity's "
-    "share (credit times order total, kept at 6 decimals), the row then rounded to the currency's minor "
-    "units; `orders` / `conversions` are summed credits (fractions of conversions). Refunds are not "
-    "netted from attributed revenue. `assistedConversions`: conversions with at least one touchpoint of "
-    "the entity. `ctr` is clicks / impressions in the range (null without impressions)."
-)
-
-
-def report_range(
-    site: AnalyticsSite,
-    start_date: Annotated[
-        IsoDate | None, Query(alias="startDate", description="First day (site time zone).")
-    ] = None,
-    end_date: Annotated[IsoDate | None, Query(alias="endDate", description="Last day, inclusive.")] = None,
-    days: Annotated[
-        int | None,
-        Query(
-            ge=1,
-            le=365,
-            description="The last N days, today included; not with `startDate`/`endDate` (400 "
-            "`RANGE_PARAMETERS_CONFLICT`).",
-        ),
-    ] = None,
-) -> ReportRange:
-    if days is not None:
-        if start_date or end_date:
-            raise BadRequest(
-                "Send either days or startDate/endDate, not both", code="RANGE_PARAMETERS_CONFLICT"
-            )
-        return ReportRange.last_days(site_id=site["id"], days=days, timezone=site["timezone"])
-    start, end = date_range(site, start_date, end_date)
-    return ReportRange(site["id"], start, end, site["timezone"])
-
-
-Range = Annotated[ReportRange, Depends(report_range)]
-LookbackDays = Annotated[
-    int,
-    Query(
-        alias="lookbackDays",
-        ge=1,
-        le=365,
-        description="How many days before a conversion a touchpoint still counts (default 30).",
-    ),
-]
 
 
 @router.get(
     "/revenue/overview",
     response_model=RevenueOverview,
-    response_model_by_alias=True,
     responses={
         400: {"description": f"DATE_RANGE_TOO_LONG: the daily series covers at most {MAX_RANGE_DAYS} days."}
     },
 )
-def overview(request: Request, site: AnalyticsSite, report: Range) -> RevenueOverview:
+def overview(engine: EngineDep, site: AnalyticsSite, report: Range) -> RevenueOverview:
     """Sales of one site (`siteId`, required) per currency, orders timed in the range:
     `revenueByCurrency` rows with `revenue` (sales, refunds excluded), `orders`, `avgOrderValue`
     (revenue / orders), `refunds` (refund orders) and `refunded` (their absolute amount), and
@@ -127,21 +40,20 @@ def overview(request: Request, site: AnalyticsSite, report: Range) -> RevenueOve
     count across currencies (counts, not money). `daily`: every day of the range with a row for each
     currency that sold in the range (zeros included), so a range covers at most ten years
     (400 `DATE_RANGE_TOO_LONG`)."""
-    check_range_length(report.start_date, report.end_date)
-    return revenue_overview(request.app.state.engine, report, site_currency=site["currency"])
+    return service.get_overview(engine, report=report, site_currency=site["currency"])
 
 
 def _entity_route(entity_type: EntityType, path: str, noun: str) -> None:
     def route(
-        request: Request,
+        engine: EngineDep,
         entityId: str,  # noqa: N803 - the path parameter's name on the wire
         site: AnalyticsSite,
         report: Range,
         lookback_days: LookbackDays = DEFAULT_LOOKBACK_DAYS,
-    ):
-        return entity_revenue(
-            request.app.state.engine,
-            report,
+    ) -> EntityRevenue:
+        return service.get_entity_revenue(
+            engine,
+            report=report,
             entity_type=entity_type,
             entity_id=entityId,
             site_currency=site["currency"],
@@ -165,7 +77,6 @@ def _entity_route(entity_type: EntityType, path: str, noun: str) -> None:
         route,
         methods=["GET"],
         response_model=EntityRevenue,
-        response_model_by_alias=True,
     )
 
 
@@ -174,11 +85,9 @@ _entity_route("widget", "widgets", "widget")
 _entity_route("recommendation", "recommendations", "recommendation")
 
 
-@router.get(
-    "/recommendations/breakdown", response_model=RecommendationsBreakdown, response_model_by_alias=True
-)
+@router.get("/recommendations/breakdown", response_model=RecommendationsBreakdown)
 def breakdown(
-    request: Request,
+    engine: EngineDep,
     site: AnalyticsSite,
     report: Range,
     model: Annotated[
@@ -196,9 +105,9 @@ def breakdown(
     `revenueByCurrency` (`{currency, revenue, orders}`) credited by `model`, and the card
     `totalRevenue`. Most clicked first, then most seen, then by id; `total` counts every row, `limit` /
     `offset` page them. The top level sums the same figures over every recommendation, per currency."""
-    return recommendations_breakdown(
-        request.app.state.engine,
-        report,
+    return service.get_recommendations_breakdown(
+        engine,
+        report=report,
         site_currency=site["currency"],
         model=model,
         lookback_days=lookback_days,
@@ -207,10 +116,8 @@ def breakdown(
     )
 
 
-@router.get(
-    "/identity/conversion-metrics", response_model=IdentityConversionMetrics, response_model_by_alias=True
-)
-def identity_metrics(request: Request, site: AnalyticsSite, report: Range) -> IdentityConversionMetrics:
+@router.get("/identity/conversion-metrics", response_model=IdentityConversionMetrics)
+def identity_metrics(engine: EngineDep, site: AnalyticsSite, report: Range) -> IdentityConversionMetrics:
     """People of the site `siteId` (required) active in the range (an event or a sale; a refund alone
     is none), split into `identified` (the person is a shop user: its visitor was linked to a user id at any time, or its
     events carry one) and `anonymous`. Each group: `people`, `converters` (bought in the range: an order
@@ -219,7 +126,7 @@ def identity_metrics(request: Request, site: AnalyticsSite, report: Range) -> Id
     revenuePerPerson = revenue / people of the group) and the card `totalRevenue`. `identifiedShare`:
     identified / all people; `conversionRateRatio`: identified rate / anonymous rate (null when the
     anonymous group has no converter or the identified group no people). A blank user id (`" "`) is no user."""
-    return identity_conversion_metrics(request.app.state.engine, report, site_currency=site["currency"])
+    return service.get_identity_metrics(engine, report=report, site_currency=site["currency"])
 
 
 # Every route states the shared semantics after its own; the attribution ones also state the models.
