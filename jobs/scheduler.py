@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from functools import partial
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -53,6 +52,12 @@ def start_scheduler(
             # What arrived while no server ran (an `aisle import`) is in the catalogs soon after start.
             next_run_time=datetime.now(UTC),
         )
-        ingest.after_flush(partial(product_catalog.sync_product_catalogs, store, engine))
+
+        def sync_catalogs_after_flush() -> None:
+            # Only while the scheduler runs: once it is shut down, the engine and store go too.
+            if scheduler.running:
+                product_catalog.sync_product_catalogs(store, engine)
+
+        ingest.after_flush(sync_catalogs_after_flush)
     scheduler.start()
     return scheduler

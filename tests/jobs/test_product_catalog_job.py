@@ -72,6 +72,10 @@ def test_the_scheduler_runs_the_job_on_an_interval_and_after_every_flush_by_hand
         assert codes(store, first) == ["A"]
     finally:
         scheduler.shutdown()
+    # Once the scheduler is shut down (the server stopping), flushes leave the catalogs alone.
+    view(ingest, first, "B")
+    ingest.flush()
+    assert codes(store, first) == ["A"]
 
 
 def test_without_a_config_store_the_scheduler_keeps_no_catalog(lake):
