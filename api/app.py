@@ -13,19 +13,19 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from aisle.gc_tuning import tune_for_serving
 from aisle.settings import Settings
 from api import openapi_bodies
-from api.analytics.attribution import router as attribution_router
-from api.analytics.categories import router as categories_router
+from api.analytics.attribution.routes import router as attribution_router
+from api.analytics.categories.routes import router as categories_router
 from api.analytics.cohorts import router as cohorts_router
-from api.analytics.consent import router as consent_router
+from api.analytics.consent.routes import router as consent_router
 from api.analytics.correlations import router as correlations_router
 from api.analytics.funnel_definitions import router as funnel_definitions_router
 from api.analytics.funnels import router as funnels_router
 from api.analytics.journeys import router as journeys_router
 from api.analytics.overview import router as overview_router
-from api.analytics.products import FEED_PATH
-from api.analytics.products import router as products_router
-from api.analytics.revenue import router as revenue_router
-from api.analytics.search import router as search_router
+from api.analytics.products.routes import FEED_PATH
+from api.analytics.products.routes import router as products_router
+from api.analytics.revenue.routes import router as revenue_router
+from api.analytics.search.routes import router as search_router
 from api.analytics.site_events import router as site_events_router
 from api.analytics.sql import router as sql_router
 from api.analytics.sql_schemas import document_timeout_limit

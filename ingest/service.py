@@ -218,6 +218,7 @@ class Ingest:
             for name, table in TABLES.items()
         }
         self._started = False
+        self._after_flush: list[Callable[[], object]] = []
 
     def _remember_lake_in_redis(self) -> None:
         for name, table in TABLES.items():
@@ -293,9 +294,19 @@ class Ingest:
                 text += " (is `aisle flush` running?)"
         return text
 
+    def after_flush(self, job: Callable[[], object]) -> None:
+        """Run ``job`` at the end of every ``flush``: a reader of the lake kept up to date by a job (the
+        product catalog) then holds what a flush wrote when that flush returns. Background flushes do
+        not run it: the scheduler runs such jobs on its own clock."""
+        self._after_flush.append(job)
+
     def flush(self) -> int:
-        """Write everything accepted so far to the lake now (tests and admin use this)."""
-        return sum(f.flush() for f in self.flushers.values())
+        """Write everything accepted so far to the lake now (tests and admin use this), then run the
+        ``after_flush`` jobs."""
+        written = sum(f.flush() for f in self.flushers.values())
+        for job in self._after_flush:
+            job()
+        return written
 
     # --- accepting ---------------------------------------------------------------------------------
 

@@ -2,8 +2,8 @@
 
 The catalog reads the lake forward by receipt time: each run reads what arrived since the last one
 (less a margin, since late flushes may carry slightly older receipt times; merging is idempotent), so
-a product that first shows up in an event is in the catalog on the next read. Runs on the read side,
-before the catalog routes answer and when a `productId` is not in the catalog yet.
+a product that first shows up in an event is in the catalog after the next run. The job
+``jobs.product_catalog`` runs it; the product routes only read the catalog.
 
 The catalog names products by code, so order lines that name a product only by its productId add
 nothing to it; a productId that only such lines name is answered from those lines when asked for
@@ -28,7 +28,6 @@ from warehouse.config_store.sites import Site
 from warehouse.config_store.tables import products as products_table
 from warehouse.engine import Engine
 
-JOB_ID = "sync-seen-products"
 MARGIN = timedelta(minutes=5)
 BEGINNING = datetime(1970, 1, 1, tzinfo=UTC)
 _locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)

@@ -8,7 +8,7 @@ import csv
 import io
 from datetime import UTC, datetime
 
-from api.analytics import consent as consent_routes
+from api.analytics.consent import service as consent_service
 from ingest.normalise import Context
 from tests.factories import Session, make_user
 
@@ -373,7 +373,7 @@ def test_compare_sites_of_the_organisation(app, owner, outsider):
 
 
 def test_compare_without_site_ids_names_them_past_the_limit(owner, monkeypatch):
-    monkeypatch.setattr(consent_routes, "MAX_COMPARED_SITES", 2)
+    monkeypatch.setattr(consent_service, "MAX_COMPARED_SITES", 2)
     first, second = owner.make_site(name="A"), owner.make_site(name="B")
     both = owner.get("/analytics/consent/compare")
     assert [r["siteId"] for r in both.json()["sites"]] == [first["id"], second["id"]]

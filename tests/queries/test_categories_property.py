@@ -1,6 +1,6 @@
 """Properties: the category analytics (overview, top, tree, conversion, products, trends, filters, paths)
 over random small shops equal a plain-Python reading of their documented rules (the module docstring of
-`queries.categories`, the route descriptions of `api/analytics/categories.py`, docs/decisions.md), never
+`queries.categories`, the route descriptions of `api/analytics/categories/`, docs/decisions.md), never
 of the SQL: paths normalised (spaces around `>`, blank parts dropped, case kept), `unknown` for what
 names none, a category covering its subcategories, people as the linked user across devices, money from
 the lines of sales per currency, local days of a site whose clocks change inside the range."""

@@ -1,7 +1,7 @@
 """Properties: consent categories (changes of mind), trends (per day, ISO week and month of the site's
 time zone, with DST changes inside the range) and impact (activity, conversions and revenue per
 currency by consent group) equal a plain-Python reading of their documented rules (the route
-descriptions in api/analytics/consent.py, docs/decisions.md) on random consent records, events and
+descriptions in api/analytics/consent/, docs/decisions.md) on random consent records, events and
 orders: people linked to a user before or after they consented, several changes of mind, ties at one
 instant, observations, events and orders outside the range, and a second site holding the same ids
 and visitors (links, sales and consent of another site never count).

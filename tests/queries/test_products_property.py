@@ -1,6 +1,6 @@
 """Properties: product analytics (one product's overview and dwell time, top products per currency,
 tracking status) over random small shops equal a plain-Python reading of their documented definitions
-(the docstrings of queries/products.py, the OpenAPI descriptions of api/analytics/products.py and
+(the docstrings of queries/products.py, the OpenAPI descriptions of api/analytics/products/ and
 docs/decisions.md), never of the SQL."""
 
 from __future__ import annotations

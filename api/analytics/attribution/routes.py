@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 
-from api.analytics.revenue import MONEY, TOUCHPOINTS, LookbackDays
+from api.analytics.attribution import service
+from api.analytics.attribution.schemas import EventAttribution
+from api.analytics.revenue.params import LookbackDays
+from api.analytics.revenue.semantics import MONEY, TOUCHPOINTS
 from api.analytics.scope import Analyst
-from api.deps import ConfigStoreDep, load_owned_site
-from api.errors import BadRequest, NotFound
+from api.deps import ConfigStoreDep, EngineDep
 from api.schemas import SITE_ID_FORMAT
-from queries.attribution import DEFAULT_LOOKBACK_DAYS, AmbiguousEventId, EventAttribution, event_attribution
-from warehouse.config_store import sites
+from queries.attribution import DEFAULT_LOOKBACK_DAYS
 
 router = APIRouter(prefix="/analytics", tags=["analytics"])
 
@@ -20,12 +21,11 @@ router = APIRouter(prefix="/analytics", tags=["analytics"])
 @router.get(
     "/events/{eventId}/attribution",
     response_model=EventAttribution,
-    response_model_by_alias=True,
     responses={404: {"description": "EVENT_NOT_FOUND: no event or order of the caller's sites has this id."}},
 )
 def attribution(
-    request: Request,
     store: ConfigStoreDep,
+    engine: EngineDep,
     principal: Analyst,
     eventId: str,
     site_id: Annotated[
@@ -49,24 +49,9 @@ def attribution(
     the credit of each entity (its touchpoints' credits summed) and, with an order, its `revenue`
     (credit times the order total, in the order's currency). Ids are looked up on the caller's sites
     only (404 otherwise); an id found on two of them answers 400 asking for `siteId`."""
-    if site_id is not None:
-        site_ids = [load_owned_site(store, principal, site_id)["id"]]
-    else:
-        with store.connect() as conn:
-            site_ids = [
-                s["id"] for s in sites.list_for_organization(conn, organization_id=principal.organization_id)
-            ]
-    try:
-        found = event_attribution(
-            request.app.state.engine, site_ids=site_ids, event_id=eventId, lookback_days=lookback_days
-        )
-    except AmbiguousEventId:
-        raise BadRequest(
-            f"'{eventId}' names conversions on several of your sites; pass siteId", code="EVENT_ID_AMBIGUOUS"
-        ) from None
-    if found is None:
-        raise NotFound(f"No event or order '{eventId}' on your sites", code="EVENT_NOT_FOUND")
-    return found
+    return service.get_or_raise(
+        store, engine, principal=principal, event_id=eventId, site_id=site_id, lookback_days=lookback_days
+    )
 
 
 for _route in router.routes:

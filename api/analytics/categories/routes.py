@@ -2,33 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
-from api.analytics.scope import AnalyticsSite, Limit
-from api.errors import BadRequest
-from ingest.category_paths import NAMED_PATH_PATTERN, normalise_path
-from queries.categories import (
+from api.analytics.categories import service
+from api.analytics.categories.params import Category
+from api.analytics.categories.schemas import (
     CategoryConversion,
     CategoryFilters,
     CategoryList,
     CategoryOverview,
     CategoryPaths,
     CategoryProducts,
-    CategoryQuery,
     CategoryTree,
     CategoryTrends,
-    category_conversion,
-    category_filters,
-    category_overview,
-    category_paths,
-    category_products,
-    category_tree,
-    category_trends,
-    top_categories,
 )
+from api.analytics.scope import Limit
+from api.deps import EngineDep
 
 router = APIRouter(prefix="/analytics/category/{siteId}", tags=["analytics"])
 
@@ -49,75 +39,38 @@ SEMANTICS = (
 )
 
 
-def category_query(
-    site: AnalyticsSite,
-    category_path: Annotated[
-        str | None,
-        Query(
-            alias="categoryPath",
-            max_length=500,
-            description="A category and its subcategories; it must name one (not only `>` and blanks: "
-            "400 `CATEGORY_PATH_INVALID`).",
-            json_schema_extra={"pattern": NAMED_PATH_PATTERN},
-        ),
-    ] = None,
-    days: Annotated[int, Query(ge=1, le=365, description="The last N days (site time zone).")] = 30,
-) -> CategoryQuery:
-    path = None
-    if category_path is not None:
-        path = normalise_path(category_path)
-        if not path:
-            raise BadRequest(
-                "categoryPath must name a category such as 'Home > Kitchen'", code="CATEGORY_PATH_INVALID"
-            )
-    return CategoryQuery.last_days(
-        site_id=site["id"],
-        days=days,
-        timezone=site["timezone"],
-        currency=site["currency"],
-        category_path=path,
-    )
-
-
-Category = Annotated[CategoryQuery, Depends(category_query)]
-
-
-def _response(model: type) -> dict[str, Any]:
-    return {"response_model": model, "response_model_by_alias": True}
-
-
-@router.get("/overview", **_response(CategoryOverview))
-def overview(request: Request, query: Category) -> CategoryOverview:
+@router.get("/overview", response_model=CategoryOverview)
+def overview(engine: EngineDep, query: Category) -> CategoryOverview:
     """Totals over the selected categories: `categoryViews`, `viewers` (people with a view), `sessions`
     with a view (a session is a person's `sessionId`: a visitor id that changes at login within a session
     stays one session), `filterUses`, `productViews`, `addToCarts`, `categories` (distinct paths seen),
     `orders` holding a line of them and `unitsSold`; `revenueByCurrency` (`{currency, revenue, orders,
     avgOrderValue}`, average = revenue / orders of that currency) and the `revenue` card; and
     `topCategories`, the five most viewed paths as `/top` lists them."""
-    return category_overview(request.app.state.engine, query)
+    return service.get_overview(engine, query=query)
 
 
-@router.get("/top", **_response(CategoryList))
-def top(request: Request, query: Category, limit: Limit = 20) -> CategoryList:
+@router.get("/top", response_model=CategoryList)
+def top(engine: EngineDep, query: Category, limit: Limit = 20) -> CategoryList:
     """Category paths as events and order lines name them (a parent's row holds only what names the
     parent itself; `/all` adds children up), most viewed first, then most orders, then by path. Each row:
     `categoryPath`, `parentPath`, `depth` (1 for a top-level category), `categoryViews`, `viewers`,
     `filterUses`, `productViews`, `addToCarts`, `orders`, `unitsSold`, `buyers` and `revenueByCurrency`."""
-    return top_categories(request.app.state.engine, query, limit=limit)
+    return service.list_top(engine, query=query, limit=limit)
 
 
-@router.get("/conversion", **_response(CategoryConversion))
-def conversion(request: Request, query: Category) -> CategoryConversion:
+@router.get("/conversion", response_model=CategoryConversion)
+def conversion(engine: EngineDep, query: Category) -> CategoryConversion:
     """`metrics`: `viewers` (people who viewed the categories), `productViewers`, `cartAdders` and
     `buyers` (people who bought a line of them), `convertedViewers` (viewers who bought a line of them
     at or after their first view of them in the range) and `conversionRate` = convertedViewers /
     viewers (0 without viewers), `orders`, `unitsSold`, `revenueByCurrency: [{currency, revenue,
     orders, avgOrderValue}]` and the `revenue` card (never one total over several currencies)."""
-    return category_conversion(request.app.state.engine, query)
+    return service.get_conversion(engine, query=query)
 
 
-@router.get("/products", **_response(CategoryProducts))
-def products(request: Request, query: Category, limit: Limit = 20) -> CategoryProducts:
+@router.get("/products", response_model=CategoryProducts)
+def products(engine: EngineDep, query: Category, limit: Limit = 20) -> CategoryProducts:
     """Products viewed, clicked, added or sold in the categories (`product_view`, `product_click` and
     `add_to_cart` events and order lines: a category event carrying a `productItemCode` names no
     product), most viewed first, then most orders, then by code (products known only by `productId`
@@ -131,42 +84,42 @@ def products(request: Request, query: Category, limit: Limit = 20) -> CategoryPr
     `name` is the latest non-empty `metadata.name` (else `productName`) of its product events there, else
     the latest non-empty name of its order lines there (at one instant the later event id; the later order
     id, then line); `revenueByCurrency` per currency."""
-    return category_products(request.app.state.engine, query, limit=limit)
+    return service.list_products(engine, query=query, limit=limit)
 
 
-@router.get("/paths", **_response(CategoryPaths))
-def paths(request: Request, query: Category, limit: Limit = 20) -> CategoryPaths:
+@router.get("/paths", response_model=CategoryPaths)
+def paths(engine: EngineDep, query: Category, limit: Limit = 20) -> CategoryPaths:
     """How people move between categories: the `category_view` events of each session (a person's
     `sessionId`) in time order (at one instant by `eventId`), repeated views of one category in a row
     folded into one, each step from one category to the next. Per step (`fromPath` → `toPath`):
     `transitions`, `sessions`, `people`, and `share` of all steps leaving `fromPath`. With
     `categoryPath`, steps that start or end in the selected categories; most frequent first."""
-    return category_paths(request.app.state.engine, query, limit=limit)
+    return service.list_paths(engine, query=query, limit=limit)
 
 
-@router.get("/trends", **_response(CategoryTrends))
-def trends(request: Request, query: Category) -> CategoryTrends:
+@router.get("/trends", response_model=CategoryTrends)
+def trends(engine: EngineDep, query: Category) -> CategoryTrends:
     """One row per day of the range in the site's time zone, zero days included: `categoryViews`,
     `viewers`, `productViews`, `addToCarts`, `orders` (a count over all currencies) and
     `revenueByCurrency`."""
-    return category_trends(request.app.state.engine, query)
+    return service.get_trends(engine, query=query)
 
 
-@router.get("/filters", **_response(CategoryFilters))
-def filters(request: Request, query: Category, limit: Limit = 20) -> CategoryFilters:
+@router.get("/filters", response_model=CategoryFilters)
+def filters(engine: EngineDep, query: Category, limit: Limit = 20) -> CategoryFilters:
     """Filters used on category listings, from `category_filter` events: the filter is
     `metadata.filterName`, else `filterType`, else `filter` (`unknown` when none); its value
     `metadata.filterValue`, else `value` (null when none); an empty text is none. Per filter and value: `uses`, `people`,
     `categories` (distinct paths); most used first. `totalUses` counts every use in the selection."""
-    return category_filters(request.app.state.engine, query, limit=limit)
+    return service.list_filters(engine, query=query, limit=limit)
 
 
-@router.get("/all", **_response(CategoryTree))
-def all_categories(request: Request, query: Category) -> CategoryTree:
+@router.get("/all", response_model=CategoryTree)
+def all_categories(engine: EngineDep, query: Category) -> CategoryTree:
     """Every category seen and all its ancestors, in path order (a parent before its children): `own`
     holds what names the path itself, `total` what names it or any path below it (people counted once
     per node). With `categoryPath`, that category and its subcategories only."""
-    return category_tree(request.app.state.engine, query)
+    return service.get_tree(engine, query=query)
 
 
 # Every route states the shared semantics after its own.

@@ -3,23 +3,13 @@ one site or every site of the caller's organisation."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
 from api.analytics.scope import Analyst, Days, Limit, SiteFilter
-from api.deps import ConfigStoreDep, Principal, load_owned_site
-from queries.overview import Scope
-from queries.search_analytics import (
-    TopProducts,
-    TopQueries,
-    ZeroResults,
-    top_products,
-    top_queries,
-    zero_result_queries,
-)
-from warehouse.config_store import sites
+from api.analytics.search import service
+from api.analytics.search.schemas import TopProducts, TopQueries, ZeroResults
+from api.deps import ConfigStoreDep, EngineDep
 
 router = APIRouter(prefix="/analytics/search", tags=["analytics"])
 
@@ -48,20 +38,10 @@ SEMANTICS = (
 )
 
 
-def _scope(store, principal: Principal, site_id: str | None, days: int) -> Scope:
-    if site_id:
-        site_ids = [load_owned_site(store, principal, site_id)["id"]]
-    else:
-        with store.connect() as conn:
-            owned = sites.list_for_organization(conn, organization_id=principal.organization_id)
-        site_ids = [s["id"] for s in owned]
-    return Scope.last_days(site_ids, days, today=datetime.now(UTC).date())
-
-
-@router.get("/top-queries", response_model=TopQueries, response_model_by_alias=True)
+@router.get("/top-queries", response_model=TopQueries)
 def get_top_queries(
-    request: Request,
     store: ConfigStoreDep,
+    engine: EngineDep,
     principal: Analyst,
     site_id: SiteFilter = None,
     days: Days = 30,
@@ -73,13 +53,15 @@ def get_top_queries(
     query) and `clicksPerSearch` (clicks / searches; above 1 when people open several results),
     `lastSearchedAt`. `totalSearches`, `totalQueries` and `zeroResultRate` cover every query, also those
     past `limit`."""
-    return top_queries(request.app.state.engine, _scope(store, principal, site_id, days), limit=limit)
+    return service.list_top_queries(
+        store, engine, principal=principal, site_id=site_id, days=days, limit=limit
+    )
 
 
-@router.get("/zero-results", response_model=ZeroResults, response_model_by_alias=True)
+@router.get("/zero-results", response_model=ZeroResults)
 def get_zero_results(
-    request: Request,
     store: ConfigStoreDep,
+    engine: EngineDep,
     principal: Analyst,
     site_id: SiteFilter = None,
     days: Days = 30,
@@ -88,13 +70,15 @@ def get_zero_results(
     """Queries that found nothing at least once, by number of zero-result searches: `zeroResultSearches`,
     all its `searches`, `zeroResultRate`, `people` (who found nothing) and `lastSeenAt` (the latest zero result).
     `totalZeroResultSearches` and `totalQueries` cover every such query, also those past `limit`."""
-    return zero_result_queries(request.app.state.engine, _scope(store, principal, site_id, days), limit=limit)
+    return service.list_zero_results(
+        store, engine, principal=principal, site_id=site_id, days=days, limit=limit
+    )
 
 
-@router.get("/top-products", response_model=TopProducts, response_model_by_alias=True)
+@router.get("/top-products", response_model=TopProducts)
 def get_top_products(
-    request: Request,
     store: ConfigStoreDep,
+    engine: EngineDep,
     principal: Analyst,
     site_id: SiteFilter = None,
     days: Days = 30,
@@ -103,7 +87,9 @@ def get_top_products(
     """Products by search clicks (then people, then code): `productId` (the canonical uuid of the site's
     `productItemCode`), `clicks`, `people`, `queries` (distinct queries that led to it) and `topQueries`
     (the three with most clicks). `totalClicks` covers every product, also those past `limit`."""
-    return top_products(request.app.state.engine, _scope(store, principal, site_id, days), limit=limit)
+    return service.list_top_products(
+        store, engine, principal=principal, site_id=site_id, days=days, limit=limit
+    )
 
 
 # Every route states the shared semantics after its own.

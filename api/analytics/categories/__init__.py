@@ -1,0 +1,1 @@
+"""Category analytics: activity, conversion, products, paths and filters of a site's categories."""

@@ -1,0 +1,1 @@
+"""Product analytics: the catalog and its feeds, one product's reports, top products, tracking status."""

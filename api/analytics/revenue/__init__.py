@@ -1,0 +1,2 @@
+"""Revenue: sales per currency, revenue attributed to campaigns, widgets and recommendations, and
+identified versus anonymous conversion."""

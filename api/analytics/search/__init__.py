@@ -1,0 +1,1 @@
+"""Search analytics: top queries, zero-result queries and the products opened from search."""
