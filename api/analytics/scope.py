@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated
 from zoneinfo import ZoneInfo
 
 from fastapi import Depends, Query
@@ -13,9 +13,10 @@ from api.deps import ConfigStoreDep, CurrentUser, Principal, load_owned_site, re
 from api.errors import BadRequest, Forbidden
 from api.schemas import EARLIEST_REPORT_DATE, LATEST_REPORT_DATE, SITE_ID_FORMAT
 from ingest.schemas import SiteIdText
+from warehouse.config_store.sites import Site
 
 
-def analytics_site(store: ConfigStoreDep, principal: CurrentUser, siteId: SiteIdText) -> dict[str, Any]:
+def analytics_site(store: ConfigStoreDep, principal: CurrentUser, siteId: SiteIdText) -> Site:
     """The site of the path (or of the query string, on routes without one in the path), for a caller
     with `analytics:view` in the organisation that owns it."""
     site = load_owned_site(store, principal, siteId)
@@ -24,7 +25,7 @@ def analytics_site(store: ConfigStoreDep, principal: CurrentUser, siteId: SiteId
     return site
 
 
-AnalyticsSite = Annotated[dict[str, Any], Depends(analytics_site)]
+AnalyticsSite = Annotated[Site, Depends(analytics_site)]
 
 
 def check_report_dates(*days: date | None) -> None:
@@ -45,7 +46,7 @@ def check_range_length(start: date, end: date) -> None:
         raise BadRequest(f"A range covers at most {MAX_RANGE_DAYS} days", code="DATE_RANGE_TOO_LONG")
 
 
-def date_range(site: dict[str, Any], start: date | None, end: date | None) -> tuple[date, date]:
+def date_range(site: Site, start: date | None, end: date | None) -> tuple[date, date]:
     """Inclusive dates in the site's time zone; the last 30 days by default."""
     check_report_dates(start, end)
     today = datetime.now(ZoneInfo(site["timezone"])).date()
