@@ -295,8 +295,8 @@ def test_openapi_documents_the_routes_and_bodies(client):
 
 
 def test_openapi_names_every_view_a_query_reads(client, owner):
-    """The route's description names the views from the guard's list (it once named six of seven), and
-    each of them answers a query."""
+    """The route's description names the views from the guard's list, all seven, and each of them answers
+    a query."""
     spec = client.get("/openapi.json").json()
     description = spec["paths"]["/api/v1/analytics/sql"]["post"]["description"]
     named = description.split("(`siteId`): ", 1)[1].split(";", 1)[0].split(", ")

@@ -10,11 +10,9 @@ from fastapi.responses import StreamingResponse
 from api.analytics import exports
 from api.analytics.cohorts import service
 from api.analytics.cohorts.schemas import RETENTION_ROW_SCHEMA, CohortCacheRebuild, CohortReport
-from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite, check_range_length, check_report_dates
+from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite
 from api.deps import EngineDep, HotStateDep
-from api.errors import BadRequest
 from api.schemas import EVENT_NAME_ENUM, IsoDate
-from ingest.event_names import CANONICAL_EVENT_NAMES
 from queries.cohort import CohortQuery, CohortType, Interval, RetentionMode
 
 router = APIRouter(prefix="/analytics/cohort", tags=["analytics"])
@@ -53,21 +51,13 @@ def cohort_filters(
         ),
     ] = "on",
 ) -> CohortQuery:
-    check_report_dates(start_date, end_date)  # 9999-12-31 overflowed the last period's end: a 500
-    if start_date > end_date:
-        raise BadRequest("startDate must not be after endDate", code="DATE_RANGE_INVALID")
-    # A cohort per day from year 1 ran for hours and could not be stopped.
-    check_range_length(start_date, end_date)
-    if return_event is not None and return_event not in CANONICAL_EVENT_NAMES:
-        raise BadRequest(f"'{return_event}' is not a canonical event name", code="UNKNOWN_EVENT_NAME")
-    return CohortQuery(
-        site_id=site["id"],
+    return service.cohort_query(
+        site,
         cohort_type=cohort_type,
         interval=interval,
         start_date=start_date,
         end_date=end_date,
         period_count=period_count,
-        timezone=site["timezone"],
         return_event=return_event,
         retention_mode=retention_mode,
     )

@@ -6,13 +6,16 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 import orjson
 
 from api.analytics.cohorts.schemas import CohortCacheRebuild, CohortReport
-from queries.cohort import CohortQuery, cohort_report
+from api.analytics.scope import check_range_length, check_report_dates
+from api.errors import BadRequest
+from ingest.event_names import CANONICAL_EVENT_NAMES
+from queries.cohort import CohortQuery, CohortType, Interval, RetentionMode, cohort_report
 from warehouse.config_store.sites import Site
 from warehouse.engine import Engine
 from warehouse.hotstate import HotState
@@ -39,6 +42,39 @@ def data_mark(lake: Lake, site_id: str) -> str:
     names of its current lake files, each written once."""
     names = sorted(f.name for table in (EVENTS, ORDERS) for f in lake.live_files(table, site_id=site_id))
     return hashlib.sha256("\n".join(names).encode()).hexdigest()[:24]
+
+
+def cohort_query(
+    site: Site,
+    *,
+    cohort_type: CohortType,
+    interval: Interval,
+    start_date: date,
+    end_date: date,
+    period_count: int,
+    return_event: str | None,
+    retention_mode: RetentionMode,
+) -> CohortQuery:
+    """The report's filters over inclusive days of the site's time zone, checked."""
+    # A period ending past 9999-12-31 cannot be computed.
+    check_report_dates(start_date, end_date)
+    if start_date > end_date:
+        raise BadRequest("startDate must not be after endDate", code="DATE_RANGE_INVALID")
+    # A cohort per day over centuries runs for hours, with nothing to stop it.
+    check_range_length(start_date, end_date)
+    if return_event is not None and return_event not in CANONICAL_EVENT_NAMES:
+        raise BadRequest(f"'{return_event}' is not a canonical event name", code="UNKNOWN_EVENT_NAME")
+    return CohortQuery(
+        site_id=site["id"],
+        cohort_type=cohort_type,
+        interval=interval,
+        start_date=start_date,
+        end_date=end_date,
+        period_count=period_count,
+        timezone=site["timezone"],
+        return_event=return_event,
+        retention_mode=retention_mode,
+    )
 
 
 def get_report(

@@ -298,7 +298,7 @@ def bound_values(parameters: list[SavedQueryParameter], given: dict[str, Paramet
         )
     for parameter in parameters:
         if parameter.name in given and given[parameter.name] is None and not parameter.nullable:
-            # An explicit null used to bind NULL in place of the default and quietly match nothing.
+            # Bound as NULL in place of the default, an explicit null would quietly match nothing.
             hint = "give a value" if parameter.required else "leave it out to use its default"
             raise BadRequest(
                 f"Parameter '{parameter.name}' cannot be null (it is not declared nullable); {hint}",
