@@ -15,6 +15,8 @@ from fastapi.responses import StreamingResponse
 Format = Literal["csv", "json"]
 ExportFormat = Annotated[Format, Query(description="csv (RFC 4180, header row) or json (array of objects).")]
 MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
+# A file's parts as they are sent: CSV lines, or pieces of a JSON array.
+Chunks = Iterator[str] | Iterator[bytes]
 
 
 def csv_line(values: Iterable[Any]) -> str:
@@ -37,7 +39,7 @@ def json_array(rows: Iterable[Any]) -> Iterator[bytes]:
     yield b"]"
 
 
-def download(chunks: Iterable[str] | Iterable[bytes], *, format: Format, filename: str) -> StreamingResponse:
+def download(chunks: Chunks, *, format: Format, filename: str) -> StreamingResponse:
     """The chunks streamed as an attachment named ``filename``."""
     headers = {"Content-Disposition": f'attachment; filename="{filename}"'}
     return StreamingResponse(chunks, media_type=MEDIA_TYPES[format], headers=headers)
@@ -48,7 +50,7 @@ def download_records(
 ) -> StreamingResponse:
     """Records as CSV (their ``columns``, in order) or as a JSON array of the records, named
     ``<name>.<format>``."""
-    chunks: Iterator[str] | Iterator[bytes]
+    chunks: Chunks
     if format == "csv":
         chunks = csv_rows(columns, ([record[c] for c in columns] for record in records))
     else:

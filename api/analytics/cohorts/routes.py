@@ -93,6 +93,7 @@ def export_cohort_report(
 ) -> StreamingResponse:
     """The retention rows of the report, streamed row by row: the same numbers as the report."""
     report = service.get_report(engine, hot, site=site, query=query)
+    chunks: exports.Chunks
     if format == "csv":
         chunks = exports.csv_rows(service.csv_header(report), service.csv_values(report))
     else:

@@ -110,7 +110,7 @@ def export(
     as the list. CSV columns: journeyId, personId, visitorId, startedAt, endedAt, durationSeconds,
     eventCount, converted, entryUrl, exitUrl, revenue (per currency as `EUR 30.5;USD 20`)."""
     rows = service.export_rows(engine, query, limit=limit, converted=converted)
-    chunks = (
+    chunks: exports.Chunks = (
         exports.csv_rows(EXPORT_COLUMNS, service.csv_values(rows))
         if format == "csv"
         else exports.json_array(service.json_rows(rows))
