@@ -15,20 +15,20 @@ from aisle.settings import Settings
 from api import openapi_bodies
 from api.analytics.attribution.routes import router as attribution_router
 from api.analytics.categories.routes import router as categories_router
-from api.analytics.cohorts import router as cohorts_router
+from api.analytics.cohorts.routes import router as cohorts_router
 from api.analytics.consent.routes import router as consent_router
-from api.analytics.correlations import router as correlations_router
-from api.analytics.funnel_definitions import router as funnel_definitions_router
-from api.analytics.funnels import router as funnels_router
-from api.analytics.journeys import router as journeys_router
-from api.analytics.overview import router as overview_router
+from api.analytics.correlations.routes import router as correlations_router
+from api.analytics.funnel_definitions.routes import router as funnel_definitions_router
+from api.analytics.funnels.routes import router as funnels_router
+from api.analytics.journeys.routes import router as journeys_router
+from api.analytics.overview.routes import router as overview_router
 from api.analytics.products.routes import FEED_PATH
 from api.analytics.products.routes import router as products_router
 from api.analytics.revenue.routes import router as revenue_router
 from api.analytics.search.routes import router as search_router
-from api.analytics.site_events import router as site_events_router
-from api.analytics.sql import router as sql_router
-from api.analytics.sql_schemas import document_timeout_limit
+from api.analytics.site_events.routes import router as site_events_router
+from api.analytics.sql.routes import router as sql_router
+from api.analytics.sql.schemas import document_timeout_limit
 from api.auth.routes import router as auth_router
 from api.body_limit import BodyLimit
 from api.errors import ERROR_RESPONSE_SCHEMA, install_error_handlers

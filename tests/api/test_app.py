@@ -18,7 +18,7 @@ from pydantic import Field, ValidationError
 
 from aisle.gc_tuning import GC_YOUNG_THRESHOLD
 from aisle.settings import Settings
-from api.analytics.funnels import MAX_STEPS
+from api.analytics.funnels.schemas import MAX_STEPS
 from api.app import create_app
 from api.auth.schemas import LoginBody
 from api.schemas import EARLIEST_REPORT_DATE, LATEST_REPORT_DATE, NOT_BLANK_PATTERN, StrictCamelModel

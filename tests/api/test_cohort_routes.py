@@ -188,7 +188,7 @@ def test_the_scheduled_job_rolls_up_ended_months_in_the_sites_time_zone_and_the_
 
 
 def test_reports_cached_by_an_older_release_miss(app, owner, monkeypatch):
-    from api.analytics import cohorts
+    from api.analytics.cohorts import service as cohorts
 
     site = site_with_journeys(app, owner)
     url = f"/analytics/cohort/{site['id']}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from api.analytics.funnels import parse_steps
+from api.analytics.funnels.service import parse_steps
 from tests.factories import Session, make_user
 from warehouse.config_store import funnel_definitions
 

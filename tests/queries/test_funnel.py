@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from queries import funnel as funnel_module
-from queries.funnel import FunnelQuery, _codes, funnel, person_progress, summarise, walk_funnel
+from queries.funnel import FunnelQuery, _codes, funnel, walk_funnel
+from tests.queries.funnel_walks import person_progress, summarise
 from tests.queries.helpers import SITE, journeys_for
 
 DAY = date(2024, 1, 10)

@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from ingest.service import Ingest
-from queries.funnel import FunnelQuery, funnel, funnel_progress, people_at_step, summarise, walk_funnel
+from queries.funnel import FunnelQuery, funnel, funnel_progress, people_at_step, walk_funnel
+from tests.queries.funnel_walks import summarise
 from tests.queries.helpers import SITE, journeys_for
 from tests.queries.test_funnel import greedy_reference
 from warehouse.engine import Engine

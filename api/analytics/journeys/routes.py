@@ -3,36 +3,28 @@ event-name sequences (insights and raw)."""
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Iterator
-from typing import Annotated, Any, Literal
+from typing import Annotated
 
-import orjson
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 from fastapi.routing import APIRoute
 
-from api.analytics.scope import AnalyticsSite, Offset, date_range
-from api.errors import NotFound
-from api.schemas import IsoDate
-from queries.journeys import (
-    Journey,
+from api.analytics import exports
+from api.analytics.journeys import service
+from api.analytics.journeys.schemas import (
+    EXPORT_COLUMNS,
+    JOURNEY_ROW_SCHEMA,
     JourneyDetail,
     JourneyFunnel,
     JourneyPage,
-    JourneyRange,
     JourneyStats,
     SequenceInsights,
     SequencePage,
-    get_journey,
-    iter_journeys,
-    journey_funnel,
-    journey_sequences,
-    journey_stats,
-    list_journeys,
-    sequence_insights,
 )
+from api.analytics.scope import AnalyticsSite, Offset
+from api.deps import EngineDep
+from api.schemas import IsoDate
+from queries.journeys import JourneyRange
 
 router = APIRouter(prefix="/analytics", tags=["analytics"])
 
@@ -60,8 +52,7 @@ def journey_range(
         IsoDate | None, Query(alias="endDate", description="Last day a journey may start, inclusive.")
     ] = None,
 ) -> JourneyRange:
-    start, end = date_range(site, start_date, end_date)
-    return JourneyRange(site_id=site["id"], start_date=start, end_date=end, timezone=site["timezone"])
+    return service.journey_range(site, start_date=start_date, end_date=end_date)
 
 
 Range = Annotated[JourneyRange, Depends(journey_range)]
@@ -72,7 +63,7 @@ Converted = Annotated[
 
 @router.get("/journeys/{siteId}", response_model=JourneyPage, response_model_by_alias=True)
 def journeys(
-    request: Request,
+    engine: EngineDep,
     query: Range,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Offset = 0,
@@ -83,83 +74,48 @@ def journeys(
     event naming an order is that order; one naming another person's order, a forwarded thank-you
     page, is left out); `durationSeconds` runs from the first to the last of them; `entryUrl`/`exitUrl` are the first and
     last pages seen; `revenue` lists the journey's sales per currency."""
-    return list_journeys(request.app.state.engine, query, limit=limit, offset=offset, converted=converted)
+    return service.list_journeys(engine, query, limit=limit, offset=offset, converted=converted)
 
 
 @router.get("/journeys/{siteId}/stats", response_model=JourneyStats, response_model_by_alias=True)
-def stats(request: Request, query: Range) -> JourneyStats:
+def stats(engine: EngineDep, query: Range) -> JourneyStats:
     """Over the journeys started in the range: `totalJourneys`, `convertedJourneys`, `conversionRate`
     (converted / total), `avgEventsPerJourney`, `avgDurationSeconds` and `medianDurationSeconds` (0 when
     there are none), `uniquePeople` (the person of each journey's first entry), and
     `revenueByCurrency` with the number of orders per currency; `mixedCurrency` when more than one."""
-    return journey_stats(request.app.state.engine, query)
+    return service.get_stats(engine, query)
 
 
 @router.get("/journeys/{siteId}/funnel", response_model=JourneyFunnel, response_model_by_alias=True)
-def funnel(request: Request, query: Range) -> JourneyFunnel:
+def funnel(engine: EngineDep, query: Range) -> JourneyFunnel:
     """Journey-level stages of the storefront path page_view → product_view → add_to_cart →
     checkout_begin → purchase: a journey counts at a stage when it contains that event (anywhere, in any
     order); `rate` is the count over all journeys started in the range (`totalJourneys`)."""
-    return journey_funnel(request.app.state.engine, query)
+    return service.get_funnel(engine, query)
 
 
-EXPORT_COLUMNS = (
-    "journeyId",
-    "personId",
-    "visitorId",
-    "startedAt",
-    "endedAt",
-    "durationSeconds",
-    "eventCount",
-    "converted",
-    "entryUrl",
-    "exitUrl",
-    "revenue",
+@router.get(
+    "/journeys/{siteId}/export",
+    response_class=StreamingResponse,
+    responses=exports.export_responses("The list's journeys as rows.", JOURNEY_ROW_SCHEMA),
 )
-
-
-def _csv_line(values: list[Any]) -> str:
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\r\n").writerow(values)
-    return buffer.getvalue()
-
-
-def _csv_rows(rows: Iterator[Journey]) -> Iterator[str]:
-    yield _csv_line(list(EXPORT_COLUMNS))
-    for journey in rows:
-        row = journey.model_dump(by_alias=True, mode="json")
-        row["revenue"] = ";".join(f"{r['currency']} {r['amount']}" for r in row["revenue"])
-        row["converted"] = "true" if row["converted"] else "false"
-        yield _csv_line(["" if row[c] is None else row[c] for c in EXPORT_COLUMNS])
-
-
-def _json_rows(rows: Iterator[Journey]) -> Iterator[bytes]:
-    yield b"["
-    for index, journey in enumerate(rows):
-        yield (b"," if index else b"") + orjson.dumps(journey.model_dump(by_alias=True, mode="json"))
-    yield b"]"
-
-
-@router.get("/journeys/{siteId}/export")
 def export(
-    request: Request,
-    site: AnalyticsSite,
+    engine: EngineDep,
     query: Range,
-    format: Annotated[
-        Literal["csv", "json"], Query(description="csv (RFC 4180, header row) or json (array).")
-    ] = "csv",
+    format: exports.ExportFormat = "csv",
     limit: Annotated[int, Query(ge=1, le=100_000)] = 10_000,
     converted: Converted = None,
 ) -> StreamingResponse:
     """The list's rows from the newest on (at most `limit`), streamed row by row with the same numbers
     as the list. CSV columns: journeyId, personId, visitorId, startedAt, endedAt, durationSeconds,
     eventCount, converted, entryUrl, exitUrl, revenue (per currency as `EUR 30.5;USD 20`)."""
-    rows = iter_journeys(request.app.state.engine, query, limit=limit, converted=converted)
-    name = f"journeys-{site['id']}-{query.start_date}-{query.end_date}.{format}"
-    headers = {"Content-Disposition": f'attachment; filename="{name}"'}
-    if format == "csv":
-        return StreamingResponse(_csv_rows(rows), media_type="text/csv", headers=headers)
-    return StreamingResponse(_json_rows(rows), media_type="application/json", headers=headers)
+    rows = service.export_rows(engine, query, limit=limit, converted=converted)
+    chunks: exports.Chunks = (
+        exports.csv_rows(EXPORT_COLUMNS, service.csv_values(rows))
+        if format == "csv"
+        else exports.json_array(service.json_rows(rows))
+    )
+    return exports.download(chunks, format=format, filename=f"{service.export_name(query)}.{format}")
 
 
 @router.get(
@@ -173,15 +129,12 @@ def export(
         }
     },
 )
-def journey(request: Request, site: AnalyticsSite, journeyId: str) -> JourneyDetail:
+def journey(engine: EngineDep, site: AnalyticsSite, journeyId: str) -> JourneyDetail:
     """One journey by its key (a journeyId, or the sessionId of events without one), whatever its date:
     the list fields, `events` as recorded in time order (every purchase event included, with its
     metadata parsed; `eventCount` is the list's count, see there) and `orders`, the sales counted in
     it. Unknown keys answer 404."""
-    found = get_journey(request.app.state.engine, site_id=site["id"], journey_id=journeyId)
-    if found is None:
-        raise NotFound(f"No journey '{journeyId}' on this site", code="JOURNEY_NOT_FOUND")
-    return found
+    return service.get_or_raise(engine, site=site, journey_id=journeyId)
 
 
 @router.get(
@@ -190,7 +143,7 @@ def journey(request: Request, site: AnalyticsSite, journeyId: str) -> JourneyDet
     response_model_by_alias=True,
 )
 def sequences_insights(
-    request: Request,
+    engine: EngineDep,
     query: Range,
     limit: Annotated[int, Query(ge=1, le=100, description="Pairs and triples to return, each.")] = 20,
 ) -> SequenceInsights:
@@ -198,16 +151,16 @@ def sequences_insights(
     runs of consecutive names, with `count` (occurrences), `journeys` (journeys holding them at least
     once) and `share` (journeys / `totalJourneys`). `nextEvents`: for each name, the name that most often
     comes right after it, with its `count`, the `transitions` out of that name, and `share` of them."""
-    return sequence_insights(request.app.state.engine, query, limit=limit)
+    return service.get_sequence_insights(engine, query, limit=limit)
 
 
 @router.get("/event-sequences/{siteId}/raw", response_model=SequencePage, response_model_by_alias=True)
 def sequences_raw(
-    request: Request, query: Range, limit: Annotated[int, Query(ge=1, le=500)] = 50, offset: Offset = 0
+    engine: EngineDep, query: Range, limit: Annotated[int, Query(ge=1, le=500)] = 50, offset: Offset = 0
 ) -> SequencePage:
     """Journeys started in the range as their event names in time order (orders as `purchase`), newest
     first, paged; `total` counts every journey."""
-    return journey_sequences(request.app.state.engine, query, limit=limit, offset=offset)
+    return service.list_sequences(engine, query, limit=limit, offset=offset)
 
 
 # Every route states the shared semantics after its own.

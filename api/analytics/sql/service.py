@@ -7,17 +7,19 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 import structlog
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from aisle.settings import Settings
 from api.analytics.scope import analytics_site
-from api.analytics.sql_schemas import (
+from api.analytics.sql.schemas import (
     Format,
     ParameterValue,
     SavedQueryCreate,
     SavedQueryOut,
     SavedQueryParameter,
+    SavedQueryRun,
     SavedQueryUpdate,
+    SqlQueryIn,
 )
 from api.auth.permissions import ANALYTICS_SQL
 from api.deps import Principal, load_owned_site
@@ -32,9 +34,14 @@ from queries.adhoc_sql import (
 )
 from queries.adhoc_sql_guard import GuardedQuery, SqlError, SqlTimeout, guard
 from warehouse.config_store import activity, saved_queries
-from warehouse.lake import Lake
+from warehouse.config_store.sites import Site
+from warehouse.config_store.store import ConfigStore
+from warehouse.engine import Engine
 
 log = structlog.get_logger("aisle.sql")
+
+# A row of `saved_queries`, as its repository returns it.
+SavedQuery = dict[str, Any]
 
 
 def http_error(error: SqlError) -> AppError:
@@ -46,7 +53,7 @@ def http_error(error: SqlError) -> AppError:
     return BadRequest(error.message, code=error.code, details=error.details)
 
 
-def sql_site(store: Engine, principal: Principal, site_id: str) -> dict[str, Any]:
+def sql_site(store: ConfigStore, principal: Principal, site_id: str) -> Site:
     """The site, for a caller with `analytics:sql` in the organisation that owns it."""
     site = load_owned_site(store, principal, site_id)
     if not principal.can(ANALYTICS_SQL):
@@ -84,10 +91,10 @@ def limits(
 
 
 def run(
-    lake: Lake,
+    engine: Engine,
     sandbox: Sandbox,
     *,
-    site: dict[str, Any],
+    site: Site,
     user_id: str,
     query: GuardedQuery,
     parameters: dict[str, Any],
@@ -99,7 +106,7 @@ def run(
     fingerprint = hashlib.sha256(query.sql.encode()).hexdigest()[:16]
     try:
         result = execute(
-            lake,
+            engine.lake,
             query,
             site_id=site["id"],
             parameters=parameters,
@@ -131,12 +138,38 @@ def run(
     return result
 
 
-def run_adhoc(
-    lake: Lake,
+def run_query(
+    engine: Engine,
+    store: ConfigStore,
     sandbox: Sandbox,
     settings: Settings,
     *,
-    site: dict[str, Any],
+    principal: Principal,
+    body: SqlQueryIn,
+) -> SqlResult:
+    """An ad-hoc query over a site whose organisation the caller belongs to, with `analytics:sql`."""
+    site = sql_site(store, principal, body.site_id)
+    return run_adhoc(
+        engine,
+        sandbox,
+        settings,
+        site=site,
+        user_id=principal.user_id,
+        query=body.query,
+        dialect=body.dialect,
+        parameters=body.parameters,
+        format=body.format,
+        limit=body.limit,
+        timeout_ms=body.timeout_ms,
+    )
+
+
+def run_adhoc(
+    engine: Engine,
+    sandbox: Sandbox,
+    settings: Settings,
+    *,
+    site: Site,
     user_id: str,
     query: str,
     dialect: str,
@@ -153,7 +186,7 @@ def run_adhoc(
     guarded = _guard(query, dialect)
     values = parameters if declared is None else bound_values(declared, parameters)
     return run(
-        lake,
+        engine,
         sandbox,
         site=site,
         user_id=user_id,
@@ -265,7 +298,7 @@ def bound_values(parameters: list[SavedQueryParameter], given: dict[str, Paramet
         )
     for parameter in parameters:
         if parameter.name in given and given[parameter.name] is None and not parameter.nullable:
-            # An explicit null used to bind NULL in place of the default and quietly match nothing.
+            # Bound as NULL in place of the default, an explicit null would quietly match nothing.
             hint = "give a value" if parameter.required else "leave it out to use its default"
             raise BadRequest(
                 f"Parameter '{parameter.name}' cannot be null (it is not declared nullable); {hint}",
@@ -278,11 +311,13 @@ def bound_values(parameters: list[SavedQueryParameter], given: dict[str, Paramet
 # --- saved queries --------------------------------------------------------------------------------------
 
 
-def saved_out(saved: dict[str, Any]) -> SavedQueryOut:
+def saved_out(saved: SavedQuery) -> SavedQueryOut:
     return SavedQueryOut.model_validate(saved)
 
 
-def get_owned(store: Engine, *, principal: Principal, query_id: str, write: bool) -> tuple[dict, dict]:
+def get_owned(
+    store: ConfigStore, *, principal: Principal, query_id: str, write: bool
+) -> tuple[SavedQuery, Site]:
     """The saved query and its site, for a caller of the organisation that owns the site, with
     `analytics:sql` to change it or `analytics:view` to read and run it. Unknown and foreign ids both
     answer 403 `SITE_ACCESS_DENIED`, so ids cannot be probed."""
@@ -294,9 +329,7 @@ def get_owned(store: Engine, *, principal: Principal, query_id: str, write: bool
     return saved, site
 
 
-def _record(
-    conn: Connection, *, site: dict[str, Any], user_id: str, action: str, saved: dict[str, Any]
-) -> None:
+def _record(conn: Connection, *, site: Site, user_id: str, action: str, saved: SavedQuery) -> None:
     activity.record(
         conn,
         organization_id=site["organization_id"],
@@ -311,7 +344,7 @@ def _name_taken(name: str) -> Conflict:
     return Conflict(f"The site already has a saved query named '{name}'", code="SAVED_QUERY_NAME_TAKEN")
 
 
-def create(store: Engine, *, principal: Principal, body: SavedQueryCreate) -> dict[str, Any]:
+def create(store: ConfigStore, *, principal: Principal, body: SavedQueryCreate) -> SavedQuery:
     site = sql_site(store, principal, body.site_id)
     guarded = check_saved(body.query, body.dialect, body.parameters)
     try:
@@ -332,14 +365,14 @@ def create(store: Engine, *, principal: Principal, body: SavedQueryCreate) -> di
     return saved
 
 
-def list_for_site(store: Engine, *, site: dict[str, Any]) -> list[dict[str, Any]]:
+def list_for_site(store: ConfigStore, *, site: Site) -> list[SavedQuery]:
     with store.connect() as conn:
         return saved_queries.list(conn, site_id=site["id"])
 
 
 def update(
-    store: Engine, *, saved: dict[str, Any], site: dict[str, Any], user_id: str, body: SavedQueryUpdate
-) -> dict[str, Any]:
+    store: ConfigStore, *, saved: SavedQuery, site: Site, user_id: str, body: SavedQueryUpdate
+) -> SavedQuery:
     values = body.model_dump(exclude_unset=True)
     if {"query", "dialect", "parameters"} & set(values):
         parameters = body.parameters if body.parameters is not None else _parameters(saved)
@@ -357,42 +390,39 @@ def update(
     return updated
 
 
-def delete(store: Engine, *, saved: dict[str, Any], site: dict[str, Any], user_id: str) -> None:
+def delete(store: ConfigStore, *, saved: SavedQuery, site: Site, user_id: str) -> None:
     with store.begin() as conn:
         saved_queries.delete(conn, query_id=saved["id"])
         _record(conn, site=site, user_id=user_id, action="saved_query.deleted", saved=saved)
 
 
-def _parameters(saved: dict[str, Any]) -> list[SavedQueryParameter]:
+def _parameters(saved: SavedQuery) -> list[SavedQueryParameter]:
     return [SavedQueryParameter.model_validate(p) for p in saved["parameters"]]
 
 
 def run_saved(
-    lake: Lake,
+    engine: Engine,
     sandbox: Sandbox,
     settings: Settings,
     *,
-    saved: dict[str, Any],
-    site: dict[str, Any],
+    saved: SavedQuery,
+    site: Site,
     user_id: str,
-    parameters: dict[str, ParameterValue],
-    format: Format,
-    limit: int | None,
-    timeout_ms: int | None,
+    body: SavedQueryRun,
 ) -> SqlResult:
     # Guarded again on every run: the guard may have grown stricter since the query was saved.
     return run_adhoc(
-        lake,
+        engine,
         sandbox,
         settings,
         site=site,
         user_id=user_id,
         query=saved["query"],
         dialect=saved["dialect"],
-        parameters=parameters,
-        format=format,
-        limit=limit,
-        timeout_ms=timeout_ms,
+        parameters=body.parameters,
+        format=body.format,
+        limit=body.limit,
+        timeout_ms=body.timeout_ms,
         declared=_parameters(saved),
         saved_query_id=saved["id"],
     )

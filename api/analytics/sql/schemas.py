@@ -18,9 +18,11 @@ ParameterType = Literal["string", "integer", "number", "boolean", "date", "times
 Scalar = str | int | float | bool | None
 ParameterValue = Scalar | list[Scalar]
 
+# The views a query reads, named from the guard's own list so the documentation follows it.
+VIEW_NAMES = ", ".join(VIEWS)
 QUERY_DESCRIPTION = (
     f"One read-only query (SELECT, WITH, UNION / INTERSECT / EXCEPT, VALUES) over the site views "
-    f"{', '.join(VIEWS)}; docs/sql.md lists their columns and the functions allowed."
+    f"{VIEW_NAMES}; docs/sql.md lists their columns and the functions allowed."
 )
 DIALECT_DESCRIPTION = (
     "The dialect the query is written in; any input dialect sqlglot reads (duckdb, postgres, bigquery, "

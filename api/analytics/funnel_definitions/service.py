@@ -5,22 +5,27 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
-from api.analytics.funnel_definition_schemas import (
+from api.analytics.funnel_definitions.schemas import (
     FunnelDefinitionAnalysis,
     FunnelDefinitionCreate,
     FunnelDefinitionOut,
     FunnelDefinitionUpdate,
     FunnelTemplate,
 )
-from api.analytics.funnels import parse_steps
-from api.analytics.scope import analytics_site, date_range
+from api.analytics.funnels.service import funnel_query, parse_steps
+from api.analytics.scope import analytics_site
 from api.deps import Principal
 from api.errors import Forbidden
-from queries.funnel import DEFAULT_WINDOW_SECONDS, FunnelQuery, funnel
+from queries.funnel import DEFAULT_WINDOW_SECONDS, funnel
 from warehouse.config_store import activity, funnel_definitions
-from warehouse.engine import Engine as QueryEngine
+from warehouse.config_store.sites import Site
+from warehouse.config_store.store import ConfigStore
+from warehouse.engine import Engine
+
+# A row of `funnel_definitions`, as its repository returns it.
+Definition = dict[str, Any]
 
 NAME_MAX = 200
 COPY_SUFFIX = " (copy)"
@@ -77,13 +82,11 @@ TEMPLATES: tuple[FunnelTemplate, ...] = (
 )
 
 
-def definition_out(definition: dict[str, Any]) -> FunnelDefinitionOut:
+def definition_out(definition: Definition) -> FunnelDefinitionOut:
     return FunnelDefinitionOut.model_validate(definition)
 
 
-def get_owned(
-    store: Engine, *, principal: Principal, definition_id: str
-) -> tuple[dict[str, Any], dict[str, Any]]:
+def get_owned(store: ConfigStore, *, principal: Principal, definition_id: str) -> tuple[Definition, Site]:
     """The definition and its site, for a caller with `analytics:view` in the organisation that owns
     the site. Unknown and foreign ids both answer 403 `SITE_ACCESS_DENIED`, so ids cannot be probed."""
     with store.connect() as conn:
@@ -100,9 +103,7 @@ def get_owned(
     return definition, site
 
 
-def _record(
-    conn: Connection, *, site: dict[str, Any], user_id: str, action: str, definition: dict[str, Any]
-) -> None:
+def _record(conn: Connection, *, site: Site, user_id: str, action: str, definition: Definition) -> None:
     activity.record(
         conn,
         organization_id=site["organization_id"],
@@ -113,7 +114,7 @@ def _record(
     )
 
 
-def create(store: Engine, *, principal: Principal, body: FunnelDefinitionCreate) -> dict[str, Any]:
+def create(store: ConfigStore, *, principal: Principal, body: FunnelDefinitionCreate) -> Definition:
     site = analytics_site(store, principal, body.site_id)
     steps = parse_steps(body.steps)
     with store.begin() as conn:
@@ -137,19 +138,19 @@ def create(store: Engine, *, principal: Principal, body: FunnelDefinitionCreate)
     return definition
 
 
-def list_for_site(store: Engine, *, site: dict[str, Any]) -> list[dict[str, Any]]:
+def list_for_site(store: ConfigStore, *, site: Site) -> list[Definition]:
     with store.connect() as conn:
         return funnel_definitions.list(conn, site_id=site["id"])
 
 
 def update(
-    store: Engine,
+    store: ConfigStore,
     *,
-    definition: dict[str, Any],
-    site: dict[str, Any],
+    definition: Definition,
+    site: Site,
     user_id: str,
     body: FunnelDefinitionUpdate,
-) -> dict[str, Any]:
+) -> Definition:
     values = body.model_dump(exclude_unset=True)
     if "steps" in values:
         values["steps"] = [*parse_steps(values["steps"])]
@@ -159,7 +160,7 @@ def update(
     return updated
 
 
-def delete(store: Engine, *, definition: dict[str, Any], site: dict[str, Any], user_id: str) -> None:
+def delete(store: ConfigStore, *, definition: Definition, site: Site, user_id: str) -> None:
     with store.begin() as conn:
         funnel_definitions.delete(conn, definition_id=definition["id"])
         _record(conn, site=site, user_id=user_id, action="funnel_definition.deleted", definition=definition)
@@ -170,9 +171,7 @@ def copy_name(name: str) -> str:
     return name[: NAME_MAX - len(COPY_SUFFIX)] + COPY_SUFFIX
 
 
-def duplicate(
-    store: Engine, *, definition: dict[str, Any], site: dict[str, Any], user_id: str
-) -> dict[str, Any]:
+def duplicate(store: ConfigStore, *, definition: Definition, site: Site, user_id: str) -> Definition:
     with store.begin() as conn:
         copy = funnel_definitions.create(
             conn,
@@ -189,23 +188,24 @@ def duplicate(
 
 
 def analyze(
-    engine: QueryEngine,
+    engine: Engine,
     *,
-    definition: dict[str, Any],
-    site: dict[str, Any],
+    definition: Definition,
+    site: Site,
     start_date: date | None,
     end_date: date | None,
 ) -> FunnelDefinitionAnalysis:
-    start, end = date_range(site, start_date, end_date)
-    query = FunnelQuery(
-        site_id=site["id"],
-        steps=parse_steps(definition["steps"]),
-        start_date=start,
-        end_date=end,
-        timezone=site["timezone"],
+    query = funnel_query(
+        site,
+        steps=definition["steps"],
+        start_date=start_date,
+        end_date=end_date,
         window_seconds=definition["window_seconds"],
         order=definition["order"],
     )
     return FunnelDefinitionAnalysis(
-        definition=definition_out(definition), start_date=start, end_date=end, report=funnel(engine, query)
+        definition=definition_out(definition),
+        start_date=query.start_date,
+        end_date=query.end_date,
+        report=funnel(engine, query),
     )

@@ -3,21 +3,23 @@ templates, and running a saved funnel."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query
 
-from api.analytics import funnel_definition_service as service
-from api.analytics.funnel_definition_schemas import (
+from api.analytics.funnel_definitions import service
+from api.analytics.funnel_definitions.schemas import (
     FunnelDefinitionAnalysis,
     FunnelDefinitionCreate,
     FunnelDefinitionOut,
     FunnelDefinitionUpdate,
     FunnelTemplate,
 )
+from api.analytics.funnel_definitions.service import Definition
 from api.analytics.scope import AnalyticsSite
-from api.deps import ConfigStoreDep, CurrentUser
+from api.deps import ConfigStoreDep, CurrentUser, EngineDep
 from api.schemas import IsoDate, Ok
+from warehouse.config_store.sites import Site
 
 router = APIRouter(prefix="/analytics/funnels/definitions", tags=["analytics"])
 
@@ -36,11 +38,11 @@ def owned_definition(
     store: ConfigStoreDep,
     principal: CurrentUser,
     definition_id: Annotated[str, Path(alias="id", description="The funnel definition id.")],
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[Definition, Site]:
     return service.get_owned(store, principal=principal, definition_id=definition_id)
 
 
-OwnedDefinition = Annotated[tuple[dict[str, Any], dict[str, Any]], Depends(owned_definition)]
+OwnedDefinition = Annotated[tuple[Definition, Site], Depends(owned_definition)]
 
 
 @router.post(
@@ -132,7 +134,7 @@ def duplicate_funnel_definition(
     ),
 )
 def analyze_funnel_definition(
-    request: Request,
+    engine: EngineDep,
     owned: OwnedDefinition,
     start_date: Annotated[
         IsoDate | None,
@@ -145,6 +147,4 @@ def analyze_funnel_definition(
     ] = None,
 ) -> FunnelDefinitionAnalysis:
     definition, site = owned
-    return service.analyze(
-        request.app.state.engine, definition=definition, site=site, start_date=start_date, end_date=end_date
-    )
+    return service.analyze(engine, definition=definition, site=site, start_date=start_date, end_date=end_date)

@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 
-from api.analytics.scope import AnalyticsSite, check_report_dates
-from api.errors import BadRequest
+from api.analytics.correlations import service
+from api.analytics.correlations.schemas import Correlations
+from api.analytics.scope import AnalyticsSite
+from api.deps import EngineDep
 from api.schemas import IsoDateTime
-from queries.correlations import CorrelationRange, Correlations, correlations
 
 router = APIRouter(prefix="/analytics", tags=["analytics"])
-
-DEFAULT_SPAN = timedelta(days=30)
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 @router.get("/correlations/{siteId}", response_model=Correlations, response_model_by_alias=True)
 def get_correlations(
-    request: Request,
+    engine: EngineDep,
     site: AnalyticsSite,
     limit: Annotated[int, Query(ge=1, le=100, description="Rows in each of `positive` and `negative`.")] = 10,
     start_date: Annotated[
@@ -52,10 +46,4 @@ def get_correlations(
     conversionRate. `skewed` is true when under 10 % or over 90 % of the people converted (the odds
     ratios then rest on a small class and swing with a few people). People are the linked user when a
     visitor was ever identified, else the visitor. A bare date means midnight UTC."""
-    check_report_dates(*(moment.date() for moment in (start_date, end_date) if moment is not None))
-    end = _utc(end_date) if end_date else datetime.now(UTC)
-    start = _utc(start_date) if start_date else end - DEFAULT_SPAN
-    if start >= end:
-        raise BadRequest("startDate must be before endDate", code="DATE_RANGE_INVALID")
-    query = CorrelationRange(site_id=site["id"], start=start, end=end)
-    return correlations(request.app.state.engine, query, limit=limit)
+    return service.get_report(engine, site=site, start=start_date, end=end_date, limit=limit)

@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from api.analytics.funnels import MAX_STEPS, MAX_WINDOW_SECONDS, STEPS_SCHEMA
+from api.analytics.funnels.schemas import MAX_STEPS, MAX_WINDOW_SECONDS, STEPS_SCHEMA
 from api.schemas import CamelModel, StrictCamelModel, leave_out_unset
 from ingest.schemas import SiteIdText
 from queries.funnel import DEFAULT_WINDOW_SECONDS, FunnelReport, Order

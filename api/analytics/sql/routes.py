@@ -7,12 +7,13 @@ from datetime import UTC, datetime
 from itertools import chain
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Depends, Path
 from fastapi.responses import Response, StreamingResponse
 
-from api.analytics import sql_service as service
 from api.analytics.scope import AnalyticsSite
-from api.analytics.sql_schemas import (
+from api.analytics.sql import service
+from api.analytics.sql.schemas import (
+    VIEW_NAMES,
     Format,
     SavedQueryCreate,
     SavedQueryOut,
@@ -21,12 +22,14 @@ from api.analytics.sql_schemas import (
     SqlQueryIn,
     SqlResultOut,
 )
-from api.deps import ConfigStoreDep, CurrentUser, SettingsDep
+from api.analytics.sql.service import SavedQuery
+from api.deps import ConfigStoreDep, CurrentUser, EngineDep, SettingsDep, SqlSandboxDep
 from api.errors import ERROR_RESPONSE_SCHEMA
 from api.schemas import Ok
 from queries.adhoc_sql import SqlResult
 from queries.adhoc_sql_formats import csv_chunks, json_body, parquet_chunks
 from queries.adhoc_sql_guard import SqlError
+from warehouse.config_store.sites import Site
 
 router = APIRouter(prefix="/analytics/sql", tags=["analytics"])
 
@@ -102,30 +105,22 @@ def respond(result: SqlResult, *, format: Format) -> Response:
     response_model=SqlResultOut,
     responses=RESULT_RESPONSES,
     description=(
-        "Run one read-only query over the views of one site (`siteId`): events, orders, order_items, products, "
-        "people, sessions; written in any dialect sqlglot reads and transpiled to DuckDB. It runs in a fresh "
+        f"Run one read-only query over the views of one site (`siteId`): {VIEW_NAMES}; "
+        "written in any dialect sqlglot reads and transpiled to DuckDB. It runs in a fresh "
         "DuckDB that can read only that site's files, with external access off, the configuration locked, a "
         "memory limit and a time limit. "
         f"{REFUSALS}\n\n{SQL_ACCESS}"
     ),
 )
 def run_sql(
-    request: Request, body: SqlQueryIn, store: ConfigStoreDep, principal: CurrentUser, settings: SettingsDep
+    body: SqlQueryIn,
+    engine: EngineDep,
+    sandbox: SqlSandboxDep,
+    store: ConfigStoreDep,
+    principal: CurrentUser,
+    settings: SettingsDep,
 ) -> Response:
-    site = service.sql_site(store, principal, body.site_id)
-    result = service.run_adhoc(
-        request.app.state.engine.lake,
-        request.app.state.sql_sandbox,
-        settings,
-        site=site,
-        user_id=principal.user_id,
-        query=body.query,
-        dialect=body.dialect,
-        parameters=body.parameters,
-        format=body.format,
-        limit=body.limit,
-        timeout_ms=body.timeout_ms,
-    )
+    result = service.run_query(engine, store, sandbox, settings, principal=principal, body=body)
     return respond(result, format=body.format)
 
 
@@ -137,14 +132,14 @@ def _owned(write: bool):
         store: ConfigStoreDep,
         principal: CurrentUser,
         query_id: Annotated[str, Path(alias="id", description="The saved query id.")],
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    ) -> tuple[SavedQuery, Site]:
         return service.get_owned(store, principal=principal, query_id=query_id, write=write)
 
     return Depends(load)
 
 
-ReadableSaved = Annotated[tuple[dict[str, Any], dict[str, Any]], _owned(write=False)]
-WritableSaved = Annotated[tuple[dict[str, Any], dict[str, Any]], _owned(write=True)]
+ReadableSaved = Annotated[tuple[SavedQuery, Site], _owned(write=False)]
+WritableSaved = Annotated[tuple[SavedQuery, Site], _owned(write=True)]
 
 
 @router.post(
@@ -220,19 +215,15 @@ def delete_saved_query(owned: WritableSaved, store: ConfigStoreDep, principal: C
     ),
 )
 def run_saved_query(
-    request: Request, body: SavedQueryRun, owned: ReadableSaved, principal: CurrentUser, settings: SettingsDep
+    body: SavedQueryRun,
+    engine: EngineDep,
+    sandbox: SqlSandboxDep,
+    owned: ReadableSaved,
+    principal: CurrentUser,
+    settings: SettingsDep,
 ) -> Response:
     saved, site = owned
     result = service.run_saved(
-        request.app.state.engine.lake,
-        request.app.state.sql_sandbox,
-        settings,
-        saved=saved,
-        site=site,
-        user_id=principal.user_id,
-        parameters=body.parameters,
-        format=body.format,
-        limit=body.limit,
-        timeout_ms=body.timeout_ms,
+        engine, sandbox, settings, saved=saved, site=site, user_id=principal.user_id, body=body
     )
     return respond(result, format=body.format)
