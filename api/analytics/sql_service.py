@@ -22,7 +22,8 @@ from api.analytics.sql_schemas import (
 from api.auth.permissions import ANALYTICS_SQL
 from api.deps import Principal, load_owned_site
 from api.errors import AppError, BadRequest, Conflict, Forbidden, RequestTimeout, ServiceUnavailable
-from queries.adhoc_sql import (
+from queries.adhoc.guard import GuardedQuery, SqlError, SqlTimeout, guard
+from queries.adhoc.run import (
     DEFAULT_ROW_LIMIT,
     MAX_JSON_ROWS,
     MAX_STREAM_ROWS,
@@ -30,7 +31,6 @@ from queries.adhoc_sql import (
     SqlResult,
     execute,
 )
-from queries.adhoc_sql_guard import GuardedQuery, SqlError, SqlTimeout, guard
 from warehouse.config_store import activity, saved_queries
 from warehouse.lake import Lake
 

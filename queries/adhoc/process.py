@@ -9,7 +9,7 @@ caller's thread watches it, and kills it once its resident memory passes the san
 usually stops it first, with a clean answer). The next query replaces a killed or dead worker.
 
 Workers are shared by sandboxes with the same limits and kept between queries (starting one imports
-DuckDB and pyarrow, about a second). A worker is ``python -m queries.adhoc_sql_process FD LIMITS``
+DuckDB and pyarrow, about a second). A worker is ``python -m queries.adhoc.process FD LIMITS``
 (not a multiprocessing child, which would re-run the caller's main script), talking pickles over its
 end of a socket pair; it exits when the caller's end closes. Answers come back as Arrow IPC streams.
 """
@@ -31,7 +31,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from queries.adhoc_sql_guard import GuardedQuery, SqlError, SqlTimeout
+from queries.adhoc.guard import GuardedQuery, SqlError, SqlTimeout
 
 _POLL_SECONDS = 0.05
 # A worker imports for about a second; one not ready after this is broken.
@@ -69,7 +69,7 @@ class Job:
 def _serve(conn: Connection, limits: Limits) -> None:
     """Run jobs until the caller's end closes. Each answer: ``("ok", columns, truncated, elapsed_ms,
     duckdb_sql)`` then the table as Arrow IPC bytes, or ``("error", code, message, details)``."""
-    from queries.adhoc_sql import run_in_this_process
+    from queries.adhoc.run import run_in_this_process
     from warehouse.lake import Lake
 
     conn.send(("ready",))
@@ -108,7 +108,7 @@ class _Worker:
             [
                 sys.executable,
                 "-m",
-                "queries.adhoc_sql_process",
+                "queries.adhoc.process",
                 str(theirs.fileno()),
                 json.dumps(asdict(limits)),
             ],

@@ -3,8 +3,8 @@
 Every run opens a fresh in-memory DuckDB. Before anything of the caller's runs, it is allowed to read
 exactly the site's current Parquet files (``allowed_paths``), external access is switched off, the site
 views are defined over those files, and the configuration is locked (memory limit, threads, no
-extensions, no spilling to disk). The query itself has passed :func:`queries.adhoc_sql_guard.guard`;
-it runs in a worker process (:mod:`queries.adhoc_sql_process`) watched for memory and time, a
+extensions, no spilling to disk). The query itself has passed :func:`queries.adhoc.guard.guard`;
+it runs in a worker process (:mod:`queries.adhoc.process`) watched for memory and time, a
 watchdog interrupts it at its time limit, and at most ``limit`` rows come back.
 """
 
@@ -17,7 +17,6 @@ import uuid
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -25,11 +24,12 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
-from queries.adhoc_sql_guard import VIEWS, GuardedQuery, SqlError, SqlTimeout, guard, locate, parse_sql
-from queries.adhoc_sql_process import Job, Limits, memory_error, pool_for
+from queries.adhoc.guard import VIEWS, GuardedQuery, SqlError, SqlTimeout, guard, locate, parse_sql
+from queries.adhoc.process import Job, Limits, memory_error, pool_for
+from queries.library import SQL_DIR
 from warehouse.lake import CONSENTS, EVENTS, ORDERS, Lake, LakeTable
 
-VIEWS_SQL = (Path(__file__).parent / "sql" / "adhoc_views.sql").read_text()
+VIEWS_SQL = (SQL_DIR / "adhoc_views.sql").read_text()
 # The lake tables the views read (as `_lake_<table>`, one site's files only).
 SITE_TABLES = (EVENTS, ORDERS, CONSENTS)
 

@@ -1,0 +1,1 @@
+"""Ad-hoc SQL for the data team."""
