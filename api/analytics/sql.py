@@ -24,8 +24,8 @@ from api.analytics.sql_schemas import (
 from api.deps import ConfigStoreDep, CurrentUser, SettingsDep
 from api.errors import ERROR_RESPONSE_SCHEMA
 from api.schemas import Ok
+from queries.adhoc.errors import SqlError
 from queries.adhoc.formats import csv_chunks, json_body, parquet_chunks
-from queries.adhoc.guard import SqlError
 from queries.adhoc.run import SqlResult
 
 router = APIRouter(prefix="/analytics/sql", tags=["analytics"])

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from queries.adhoc.guard import SqlError
+from queries.adhoc.errors import SqlError
 from queries.adhoc.run import SqlResult
 
 CHUNK_ROWS = 65_536

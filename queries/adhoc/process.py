@@ -31,7 +31,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from queries.adhoc.guard import GuardedQuery, SqlError, SqlTimeout
+from queries.adhoc.errors import SqlError, SqlTimeout, memory_error
+from queries.adhoc.guard import GuardedQuery
+from queries.adhoc.sandbox import Limits
 
 _POLL_SECONDS = 0.05
 # A worker imports for about a second; one not ready after this is broken.
@@ -40,17 +42,6 @@ READY_TIMEOUT_SECONDS = 60.0
 # interrupt answers within ~50 ms when DuckDB looks for it.
 KILL_GRACE_SECONDS = 1.0
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one query may use: DuckDB's memory limit (a DuckDB size string) and threads, the largest
-    answer, and the worker's whole resident memory."""
-
-    memory_limit: str
-    threads: int
-    max_result_bytes: int
-    max_process_bytes: int
 
 
 @dataclass(frozen=True)
@@ -215,15 +206,6 @@ class WorkerPool:
             f"The query stopped the process running it (exit code {code}); nothing of it was kept. "
             "Simplify it, or narrow what it reads",
         )
-
-
-def memory_error(memory_limit: str) -> SqlError:
-    return SqlError(
-        "SQL_MEMORY_LIMIT",
-        f"The query needed more than its memory limit ({memory_limit}); aggregate more or select fewer "
-        "columns and rows",
-        {"memoryLimit": memory_limit},
-    )
 
 
 _pools: dict[Limits, WorkerPool] = {}

@@ -18,8 +18,11 @@ import pytest
 
 from ingest.normalise import Context
 from ingest.service import Ingest
-from queries.adhoc.guard import VIEWS, SqlError, guard
-from queries.adhoc.run import Sandbox, execute, open_sandbox, run_sql
+from queries.adhoc.errors import SqlError
+from queries.adhoc.guard import guard
+from queries.adhoc.policy import VIEWS
+from queries.adhoc.run import execute, run_sql
+from queries.adhoc.sandbox import Sandbox, open_sandbox
 
 SITE = "aaaaaaaa-0000-4000-8000-000000000001"
 OTHER_SITE = "bbbbbbbb-0000-4000-8000-000000000002"
@@ -821,7 +824,7 @@ def test_docs_list_every_column_of_every_view_with_its_type(tmp_path):
 
 
 def test_docs_list_exactly_the_allowed_functions():
-    from queries.adhoc.guard import ALLOWED_FUNCTIONS
+    from queries.adhoc.policy import ALLOWED_FUNCTIONS
 
     text = DOCS.read_text()
     listed = text.split("<!-- functions:start -->", 1)[1].split("<!-- functions:end -->", 1)[0]
