@@ -27,7 +27,7 @@ from aisle.demo_data import DEFAULT_PRODUCTS, generate_site_traffic, make_catalo
 from api.auth.passwords import hash_password
 from api.auth.service import create_user
 from api.sites.tracking_config import default_tracking_config
-from ingest.normalise import Context, Rejected
+from ingest.events import Context, Rejected
 from ingest.service import DataDirBusy, Ingest
 from warehouse.config_store import sites, users
 

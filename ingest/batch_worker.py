@@ -38,7 +38,7 @@ import structlog
 
 from aisle.gc_tuning import tune_for_serving
 from ingest.event_lines import encode_event_batch
-from ingest.normalise import (
+from ingest.events import (
     Context,
     Rejected,
     batch_visitors,

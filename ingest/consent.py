@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, ConfigDict, Field, StrictBool, ValidationError
 
 from aisle.wire import CamelModel
-from ingest.normalise import Context, Rejected, event_time, micros
+from ingest.events import Context, Rejected, event_time, micros
 from ingest.schemas import MAX_ID_LENGTH, EventTime, OptionalId, SentAt, exact_id
 
 CATEGORIES = ("necessary", "analytics", "marketing", "preferences")

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest import json_text
-from ingest.normalise import Context, Rejected, money
+from ingest.events import Context, Rejected, money
 from ingest.schemas import AMOUNT_TEXT, BatchResult
 from ingest.service import Ingest
 

@@ -17,9 +17,7 @@ from ingest import flusher_process
 from ingest.consent import consent_row
 from ingest.dedupe import WINDOW_SECONDS, RecentKeys, RedisRecentKeys
 from ingest.event_lines import encode_event_batch, without_events
-from ingest.flusher import Flusher
-from ingest.log import DurableLog, FileChunks, LogReader
-from ingest.normalise import (
+from ingest.events import (
     Context,
     EventColumns,
     EventFailures,
@@ -30,6 +28,8 @@ from ingest.normalise import (
     order_row,
     valid_event_log_columns,
 )
+from ingest.flusher import Flusher
+from ingest.log import DurableLog, FileChunks, LogReader
 from ingest.schemas import BatchResult, Rejection
 from ingest.stream_log import StreamLog, bind_data_dir, check_data_dir, check_durable, is_bound
 from warehouse.lake import CONSENTS, EVENTS, METRICS, ORDERS, TABLES, Lake, LakeTable

@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from ingest.normalise import Context
+from ingest.events import Context
 from ingest.service import Ingest
 from tests.test_cli import run_aisle
 from warehouse.config_store import organizations, sites

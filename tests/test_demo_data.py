@@ -29,7 +29,7 @@ from aisle.demo_data import (
     make_catalog,
 )
 from ingest.consent import consent_row
-from ingest.normalise import Context, event_row, order_row
+from ingest.events import Context, event_row, order_row
 from ingest.service import Ingest
 from queries.attribution import entity_revenue, recommendations_breakdown
 from queries.categories import CategoryQuery, category_filters, category_products

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from aisle.settings import Settings
 from api.app import create_app
-from ingest.normalise import Context
+from ingest.events import Context
 from ingest.service import Ingest
 from tests.factories import make_verified_site
 from tests.servers import LiveServer

@@ -16,9 +16,9 @@ import duckdb
 import pytest
 
 from ingest import flusher_process
+from ingest.events import Context
 from ingest.flusher import FlushLock
 from ingest.log import DurableLog, LogReader, Position
-from ingest.normalise import Context
 from ingest.service import Ingest
 from warehouse.engine import Engine
 from warehouse.lake import EVENTS, Lake

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from ingest.currency import is_iso4217
 from ingest.event_names import CANONICAL_EVENT_NAMES, EVENT_FAMILIES
-from ingest.normalise import (
+from ingest.events import (
     Context,
     Rejected,
     event_log_columns,

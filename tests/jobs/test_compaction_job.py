@@ -4,7 +4,7 @@ from datetime import UTC, date, datetime
 
 import pyarrow.parquet as pq
 
-from ingest.normalise import Context
+from ingest.events import Context
 from ingest.service import Ingest
 from jobs import compaction
 from jobs.scheduler import start_scheduler

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
+from ingest.events import Context
 from ingest.importer import import_file
-from ingest.normalise import Context
 from ingest.service import Ingest
 from warehouse.config_store.product_identity import product_id_for
 

@@ -16,7 +16,7 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from ingest.normalise import Context
+from ingest.events import Context
 from ingest.service import Ingest
 from queries.adhoc.errors import SqlError
 from queries.adhoc.guard import guard

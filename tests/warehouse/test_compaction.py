@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ingest.normalise import Context
+from ingest.events import Context
 from ingest.service import Ingest
 from warehouse import compaction
 from warehouse.compaction import compact_table, purge_retired

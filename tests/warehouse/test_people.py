@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from ingest.normalise import Context
+from ingest.events import Context
 from ingest.service import Ingest
 
 SITE = "44444444-4444-4444-4444-444444444444"
