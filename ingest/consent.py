@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, ConfigDict, Field, StrictBool, ValidationError
 
 from aisle.wire import CamelModel
-from ingest.events import Context, Rejected, event_time, micros
 from ingest.schemas import MAX_ID_LENGTH, EventTime, OptionalId, SentAt, exact_id
+from ingest.validation import Context, Rejected, event_time, micros
 
 CATEGORIES = ("necessary", "analytics", "marketing", "preferences")
 SOURCES = ("banner", "preference_center", "sdk", "api", "cmp", "other")

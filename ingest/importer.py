@@ -25,9 +25,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest import json_text
-from ingest.events import Context, Rejected, money
 from ingest.schemas import AMOUNT_TEXT, BatchResult
 from ingest.service import Ingest
+from ingest.validation import Context, Rejected, money
 
 BATCH_ROWS = 2000
 EXAMPLES_PER_REASON = 5

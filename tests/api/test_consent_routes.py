@@ -9,7 +9,7 @@ import io
 from datetime import UTC, datetime
 
 from api.analytics import consent as consent_routes
-from ingest.events import Context
+from ingest.validation import Context
 from tests.factories import Session, make_user
 
 RANGE = {"startDate": "2024-02-01", "endDate": "2024-02-03"}

@@ -16,10 +16,10 @@ import duckdb
 import pytest
 
 from ingest import flusher_process
-from ingest.events import Context
 from ingest.flusher import FlushLock
 from ingest.log import DurableLog, LogReader, Position
 from ingest.service import Ingest
+from ingest.validation import Context
 from warehouse.engine import Engine
 from warehouse.lake import EVENTS, Lake
 

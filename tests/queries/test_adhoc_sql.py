@@ -16,8 +16,8 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from ingest.events import Context
 from ingest.service import Ingest
+from ingest.validation import Context
 from queries.adhoc.errors import SqlError
 from queries.adhoc.guard import guard
 from queries.adhoc.policy import VIEWS
