@@ -325,9 +325,10 @@ def sql(
     consents), with the same guard and sandbox as POST /api/v1/analytics/sql; prints a table. See docs/sql.md."""
     from itertools import chain
 
-    from queries.adhoc_sql import Sandbox, run_sql
-    from queries.adhoc_sql_formats import csv_chunks, json_body, parquet_chunks, text_table
-    from queries.adhoc_sql_guard import SqlError
+    from queries.adhoc.errors import SqlError
+    from queries.adhoc.formats import csv_chunks, json_body, parquet_chunks, text_table
+    from queries.adhoc.run import run_sql
+    from queries.adhoc.sandbox import Sandbox
     from warehouse.config_store import sites
     from warehouse.lake import Lake
 

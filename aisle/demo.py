@@ -27,8 +27,8 @@ from aisle.demo_data import DEFAULT_PRODUCTS, generate_site_traffic, make_catalo
 from api.auth.passwords import hash_password
 from api.auth.service import create_user
 from api.sites.tracking_config import default_tracking_config
-from ingest.normalise import Context, Rejected
 from ingest.service import DataDirBusy, Ingest
+from ingest.validation import Context, Rejected
 from warehouse.config_store import sites, users
 from warehouse.config_store.sites import Site
 

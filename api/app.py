@@ -50,7 +50,7 @@ from ingest.lake_readers import ReaderPresence
 from ingest.service import Ingest
 from jobs.mail import Outbox
 from jobs.scheduler import start_scheduler
-from queries.adhoc_sql import Sandbox
+from queries.adhoc.sandbox import Sandbox
 from warehouse.config_store.store import create_store_engine, migrate
 from warehouse.engine import Engine
 from warehouse.hotstate import open_hot_state

@@ -19,7 +19,7 @@ from api.throttle import GuessThrottle
 from ingest.batch_worker import BatchWorkers
 from ingest.service import Ingest
 from jobs.mail import Outbox
-from queries.adhoc_sql import Sandbox
+from queries.adhoc.sandbox import Sandbox
 from warehouse.config_store import refresh_tokens, sites, users
 from warehouse.config_store.sites import Site
 from warehouse.config_store.store import ConfigStore

@@ -27,7 +27,7 @@ from api.public.guard import PUBLIC_RESPONSES, PublicCaller, PublicSite, guard_p
 from api.schemas import CamelModel
 from api.store_io import off_loop
 from api.throttle import Limit, headers_on_errors, throttle, throttle_each_async
-from ingest.normalise import Context, Rejected, batch_visitors, parse_event_batch
+from ingest.events import batch_visitors, parse_event_batch
 from ingest.schemas import (
     MAX_BATCH_EVENTS,
     MAX_BODY_BYTES,
@@ -49,6 +49,7 @@ from ingest.schemas import (
     TrackOrderIn,
 )
 from ingest.service import Ingest
+from ingest.validation import Context, Rejected
 from warehouse.config_store import identity_links
 
 # What every ingestion route may answer besides its own codes, in the one envelope.

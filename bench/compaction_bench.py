@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from aisle.demo_data import generate_site_traffic  # noqa: E402
-from ingest.normalise import Context, common_columns, event_log_columns  # noqa: E402
+from ingest.events import event_log_columns  # noqa: E402
+from ingest.validation import Context, common_columns  # noqa: E402
 from queries.funnel import FunnelQuery, funnel  # noqa: E402
 from warehouse.compaction import compact_table  # noqa: E402
 from warehouse.engine import Engine  # noqa: E402

@@ -33,8 +33,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -640,10 +642,467 @@ def _ratios(table: dict[str, Any], ours: str) -> dict[str, float]:
     }
 
 
+# --- the lake the cases read -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bench:
+    """What the cases read: the engine over the lake, SITE's files (for chDB and polars), the range's
+    last day, the site of the orders, the runs per figure and what to skip, and how much search and
+    attribution traffic the lake holds."""
+
+    engine: Engine
+    lake: Lake
+    files: list[str]
+    glob: str
+    last: date
+    orders_site: str
+    runs: int
+    skip: frozenset[str]
+    search_events: int
+    attribution_events: int
+
+
+def open_lake(args: argparse.Namespace) -> tuple[Bench, dict[str, Any]]:
+    """The lake of ``--lake`` (generated when it holds no events), its engine with the visitor activity
+    rolled up, and the report's first part: the machine, the command and what the lake holds."""
+    visitors = args.visitors or max(1, args.events // 20)
+    root = args.lake or Path(tempfile.mkdtemp(prefix="aisle-queries-bench-"))
+    lake = Lake(root / "lake")
+    began = time.perf_counter()
+    written = (
+        None
+        if lake.live_files(EVENTS)
+        else generate(
+            lake,
+            events=args.events,
+            days=args.days,
+            visitors=visitors,
+            orders_site=SITE if args.orders_on_events_site else ORDERS_SITE,
+            search_events=args.events // 10 if args.search_events is None else args.search_events,
+            attribution_events=args.events // 10
+            if args.attribution_events is None
+            else args.attribution_events,
+        )
+    )
+    prepared = time.perf_counter() - began
+    # chDB and polars read SITE's files (not the search traffic's).
+    files = [str(f) for f in lake.live_files(EVENTS, site_id=SITE)]
+    glob = str(root / "lake" / "events" / f"site_id={SITE}" / "date=*" / "*.parquet")
+    engine = Engine(lake, threads=os.cpu_count() or 2)
+    # What the compaction job does next on a live lake: roll up the visitor activity of ended months.
+    began = time.perf_counter()
+    rolled_up = visitor_activity.refresh(engine, {SITE: "UTC"})
+    report: dict[str, Any] = {
+        "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
+        "command": " ".join(["bench/queries_bench.py", *sys.argv[1:]]),
+        "events": written,
+        "files": len(files),
+        "prepareSeconds": round(prepared, 1),
+        "rollupMonthsBuilt": rolled_up,
+        "rollupSeconds": round(time.perf_counter() - began, 1),
+    }
+    report.update(lake_contents(engine, lake, counted=written is None))
+    bench = Bench(
+        engine=engine,
+        lake=lake,
+        files=files,
+        glob=glob,
+        last=FIRST + timedelta(days=args.days - 1),
+        orders_site=SITE if report["ordersSite"] == "the events' site" else ORDERS_SITE,
+        runs=args.runs,
+        skip=frozenset(filter(None, args.skip.split(","))),
+        search_events=report["searchEvents"],
+        attribution_events=report["attributionEvents"]["events"],
+    )
+    return bench, report
+
+
+def lake_contents(engine: Engine, lake: Lake, *, counted: bool) -> dict[str, Any]:
+    """What a lake holds: SITE's events (when ``counted``: a reused lake), the search and attribution
+    traffic, and which site the orders are on."""
+    report: dict[str, Any] = {}
+    if counted:
+        report["events"] = (
+            engine.cursor().sql(f"SELECT count(*) FROM events WHERE site_id = '{SITE}'").fetchall()[0][0]
+        )
+    search_counts = (
+        engine.cursor()
+        .sql(
+            f"SELECT count(*), count(*) FILTER (WHERE name = 'search_query') FROM events WHERE site_id = '{SEARCH_SITE}'"
+        )
+        .fetchall()[0]
+    )
+    report["searchEvents"], report["searchQueryEvents"] = search_counts
+    report["searchFiles"] = len(lake.live_files(EVENTS, site_id=SEARCH_SITE))
+    attribution_counts = (
+        engine.cursor()
+        .sql(
+            f"""SELECT count(*), count(*) FILTER (WHERE entity_id IS NOT NULL),
+                count(*) FILTER (WHERE name = 'purchase'),
+                count(*) FILTER (WHERE name = 'purchase' AND metadata IS NOT NULL),
+                count(DISTINCT lower(entity_type) || '/' || entity_id)
+            FROM events WHERE site_id = '{ATTRIBUTION_SITE}'"""
+        )
+        .fetchall()[0]
+    )
+    names = ["events", "touchpoints", "purchaseEvents", "purchaseEventsNamingOrders", "entities"]
+    report["attributionEvents"] = dict(zip(names, attribution_counts, strict=True))
+    report["attributionEvents"]["sales"], report["attributionEvents"]["refunds"] = (
+        engine.cursor()
+        .sql(
+            "SELECT count(*) FILTER (WHERE NOT is_refund), count(*) FILTER (WHERE is_refund) "
+            f"FROM orders WHERE site_id = '{ATTRIBUTION_SITE}'"
+        )
+        .fetchall()[0]
+    )
+    report["attributionFiles"] = len(lake.live_files(EVENTS, site_id=ATTRIBUTION_SITE))
+    orders_sites = [row[0] for row in engine.cursor().sql("SELECT DISTINCT site_id FROM orders").fetchall()]
+    report["ordersSite"] = "the events' site" if orders_sites == [SITE] else "a site of their own"
+    return report
+
+
+def _timed(
+    bench: Bench, call: Callable[[], Any], describe: Callable[[Any], dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """``call`` measured over the bench's runs: its figures, what ``describe`` says of its (last) answer,
+    and the machine's load before it."""
+    load = _load()
+    figures, answer = measure(call, bench.runs)
+    return {**figures, **(describe(answer) if describe else {}), "machine": load}
+
+
+def _first(items: list[Any], *names: str) -> dict[str, Any] | None:
+    """The named fields of the first item (a row or an object); None when there is none."""
+    if not items:
+        return None
+    first = items[0]
+    return {name: first[name] if isinstance(first, dict) else getattr(first, name) for name in names}
+
+
+# --- the cases: one per measured query ------------------------------------------------------------
+
+
+def funnel_case(bench: Bench) -> dict[str, Any]:
+    """The 4-step funnel over SITE, side by side with chDB's windowFunnel and polars; counts must match."""
+    window_us = WINDOW_SECONDS * 1_000_000
+    funnel_query = FunnelQuery(
+        site_id=SITE, steps=tuple(STEPS), start_date=FIRST, end_date=bench.last, window_seconds=WINDOW_SECONDS
+    )
+    candidates = {"aisle": lambda: [s.count for s in funnel(bench.engine, funnel_query).steps]}
+    if "chdb" not in bench.skip:
+        candidates["chdb windowFunnel"] = lambda: chdb_funnel(bench.glob, STEPS, window_us)
+    if "polars" not in bench.skip:
+        candidates["polars"] = lambda: polars_funnel(bench.files, STEPS, window_us)
+    table, results = side_by_side(candidates, bench.runs)
+    parity = len({tuple(r) for r in results.values()}) == 1
+    return {**table, "ratios": _ratios(table, "aisle"), "counts": results, "parity": parity}
+
+
+def cohort_case(bench: Bench) -> dict[str, Any]:
+    """Weekly retention of first-visit cohorts over SITE, side by side with chDB's retention and polars."""
+    cohort_query = CohortQuery(
+        site_id=SITE,
+        cohort_type="first_visit",
+        interval="week",
+        start_date=FIRST,
+        end_date=bench.last,
+        period_count=PERIODS,
+    )
+
+    def ours_retention() -> dict[str, list[int]]:
+        rows = cohort_report(bench.engine, cohort_query, now=NOW)["retention"]["rows"]
+        return {row["cohort"]: [cell["retainedUsers"] for cell in row["periods"]] for row in rows}
+
+    candidates = {"aisle": ours_retention}
+    if "chdb" not in bench.skip:
+        candidates["chdb retention"] = lambda: chdb_retention(bench.glob, PERIODS)
+    if "polars" not in bench.skip:
+        candidates["polars"] = lambda: polars_retention(bench.files, PERIODS)
+    table, results = side_by_side(candidates, bench.runs)
+    parity = all(r == results["aisle"] for r in results.values())
+    return {**table, "ratios": _ratios(table, "aisle"), "grid": results["aisle"], "parity": parity}
+
+
+def journey_stats_case(bench: Bench) -> dict[str, Any]:
+    """Journey stats over SITE's whole range."""
+    return _timed(
+        bench,
+        lambda: journey_stats(
+            bench.engine, JourneyRange(site_id=SITE, start_date=FIRST, end_date=bench.last)
+        ),
+    )
+
+
+def overview_case(bench: Bench) -> dict[str, Any]:
+    """The overview of SITE's whole range."""
+    return _timed(bench, lambda: overview(bench.engine, Scope((SITE,), FIRST, bench.last)))
+
+
+def category_conversion_case(bench: Bench) -> dict[str, Any]:
+    """Category conversion over every category: product events and order lines of the whole range (the
+    generated events name no category, so they all count under `unknown`)."""
+    category_query = CategoryQuery(site_id=SITE, start_date=FIRST, end_date=bench.last)
+    return _timed(
+        bench,
+        lambda: category_conversion(bench.engine, category_query),
+        lambda answer: {
+            "viewers": answer.metrics.viewers,
+            "productViewers": answer.metrics.product_viewers,
+            "orders": answer.metrics.orders,
+        },
+    )
+
+
+def revenue_overview_case(bench: Bench) -> dict[str, Any]:
+    """Sales per currency and per day over the whole range: the orders of their site."""
+    revenue_range = ReportRange(bench.orders_site, FIRST, bench.last)
+    return _timed(
+        bench,
+        lambda: revenue_overview(bench.engine, revenue_range, site_currency="EUR"),
+        lambda answer: {"orders": sum(row.orders for row in answer.revenue_by_currency)},
+    )
+
+
+def associations_case(source: str, mode: str) -> Callable[[Bench], dict[str, Any]]:
+    """One product's associations over the whole range, for one kind of basket: the most popular
+    product (the most baskets to read), for carts (SITE's add_to_cart events) or orders (their site).
+    The product is named by code and id: queries before product ids read the code, later ones the id."""
+
+    def case(bench: Bench) -> dict[str, Any]:
+        site = SITE if source == "cart" else bench.orders_site
+        product = {"product_id": str(product_id_for(site, "P0")), "product_item_code": "P0", "name": None}
+        product_range = ProductRange(site_id=site, start_date=FIRST, end_date=bench.last)
+        return _timed(
+            bench,
+            lambda: product_associations(
+                bench.engine, product_range, product=product, source=source, mode=mode, limit=20, names={}
+            ),
+            lambda answer: {
+                "baskets": answer.baskets,
+                "productBaskets": answer.product_baskets,
+                "relatedProducts": answer.related_products,
+            },
+        )
+
+    return case
+
+
+def product_top_case(bench: Bench) -> dict[str, Any]:
+    """The ten best-selling products by revenue over the whole range (the SQL of the top route; the route
+    also merges new products into the catalog and looks names up, not timed here), with their views and
+    add-to-carts when the orders are on the events' site."""
+    top_range = ProductRange(site_id=bench.orders_site, start_date=FIRST, end_date=bench.last)
+    return _timed(
+        bench,
+        lambda: top_sales(bench.engine, top_range, sort_by="revenue", limit=10, currency=None),
+        lambda rows: {"rows": len(rows), "first": _first(rows, "code", "orders", "views")},
+    )
+
+
+def search_case(
+    analysis: Callable[..., Any], describe: Callable[[Any], dict[str, Any]]
+) -> Callable[[Bench], dict[str, Any]]:
+    """One of the search analyses of the routes over the whole range of SEARCH_SITE (the routes' default
+    limit): each builds the session steps of the range (with a day of lookback), then counts per query
+    or per product."""
+
+    def case(bench: Bench) -> dict[str, Any]:
+        scope = Scope((SEARCH_SITE,), FIRST, bench.last)
+        return _timed(bench, lambda: analysis(bench.engine, scope, limit=SEARCH_LIMIT), describe)
+
+    return case
+
+
+def _top_queries(answer: Any) -> dict[str, Any]:
+    return {
+        "totalSearches": answer.total_searches,
+        "totalQueries": answer.total_queries,
+        "zeroResultRate": answer.zero_result_rate,
+        "rows": len(answer.queries),
+        "first": _first(answer.queries, "query", "searches", "people", "clicks"),
+    }
+
+
+def _zero_result_queries(answer: Any) -> dict[str, Any]:
+    return {
+        "totalZeroResultSearches": answer.total_zero_result_searches,
+        "totalQueries": answer.total_queries,
+        "rows": len(answer.queries),
+        "first": _first(answer.queries, "query", "zero_result_searches", "searches"),
+    }
+
+
+def _top_products(answer: Any) -> dict[str, Any]:
+    return {
+        "totalClicks": answer.total_clicks,
+        "rows": len(answer.products),
+        "first": _first(answer.products, "product_item_code", "clicks", "queries"),
+    }
+
+
+def attribution_case(
+    analysis: Callable[[Engine, ReportRange], Any], describe: Callable[[Any], dict[str, Any]]
+) -> Callable[[Bench], dict[str, Any]]:
+    """One attribution analysis over the whole range of ATTRIBUTION_SITE (30-day lookback, the routes'
+    default)."""
+
+    def case(bench: Bench) -> dict[str, Any]:
+        attribution_range = ReportRange(ATTRIBUTION_SITE, FIRST, bench.last)
+        return _timed(bench, lambda: analysis(bench.engine, attribution_range), describe)
+
+    return case
+
+
+def _revenue(model: Any) -> dict[str, Any]:
+    return {
+        "conversions": model.conversions,
+        "revenue": {c.currency: c.revenue for c in model.revenue_by_currency},
+    }
+
+
+def _entity_revenue(answer: Any) -> dict[str, Any]:
+    """The revenue of one popular entity: its credits and its counts."""
+    return {
+        "entity": "campaign/campaign-00",
+        "impressions": answer.impressions,
+        "clicks": answer.clicks,
+        "people": answer.people,
+        "assistedConversions": answer.assisted_conversions,
+        **{m.model: _revenue(m) for m in answer.models if m.model in ("last_touch", "linear")},
+    }
+
+
+def _attributed_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The credited rows of every campaign (entity_revenue takes one entity; attributed_rows with no id
+    is what it reads for a kind)."""
+    return {
+        "rows": len(rows),
+        "entities": len({r["entity_id"] for r in rows}),
+        "touchedConversions": sum(r["touched_conversions"] for r in rows),
+        "lastTouchConversions": round(sum(r["last_touch_conversions"] for r in rows), 3),
+        "lastTouchRevenueEUR": str(sum(r["last_touch_revenue"] for r in rows if r["currency"] == "EUR")),
+    }
+
+
+def _touchpoint_counts(counts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The touchpoint counts of every entity."""
+    return {
+        "entities": len(counts),
+        "impressions": sum(c["impressions"] for c in counts),
+        "clicks": sum(c["clicks"] for c in counts),
+        "first": _first(counts, "entity_type", "entity_id", "impressions", "clicks", "people"),
+    }
+
+
+def _recommendations_breakdown(answer: Any) -> dict[str, Any]:
+    """Counts and credits of every recommendation, last touch."""
+    first = answer.recommendations[0] if answer.recommendations else None
+    return {
+        "recommendations": answer.total,
+        "impressions": answer.impressions,
+        "clicks": answer.clicks,
+        "attributedConversions": answer.attributed_conversions,
+        "revenue": {c.currency: c.revenue for c in answer.revenue_by_currency},
+        "first": None
+        if first is None
+        else {
+            "id": first.recommendation_id,
+            "clicks": first.clicks,
+            "assistedConversions": first.assisted_conversions,
+            "attributedConversions": first.attributed_conversions,
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Case:
+    """A measured query: the group ``--skip`` names it by, where its figures go in the report (a section,
+    and the entry within it for a section of several), and the case."""
+
+    group: str
+    section: str
+    entry: str | None
+    run: Callable[[Bench], dict[str, Any]]
+
+
+# The cases in the order they run and report.
+CASES = [
+    Case("funnel", "funnel4Steps", None, funnel_case),
+    Case("cohort", "cohortWeekly12", None, cohort_case),
+    Case("journeys", "journeyStats", None, journey_stats_case),
+    Case("overview", "overview", None, overview_case),
+    Case("categories", "categoryConversion", None, category_conversion_case),
+    Case("revenue", "revenueOverview", None, revenue_overview_case),
+    *(
+        Case("associations", "associations", f"{source}/{mode}", associations_case(source, mode))
+        for source in ("cart", "purchase")
+        for mode in ("cart", "session", "all")
+    ),
+    Case("top", "productTop", None, product_top_case),
+    Case("search", "search", "topQueries", search_case(top_queries, _top_queries)),
+    Case("search", "search", "zeroResultQueries", search_case(zero_result_queries, _zero_result_queries)),
+    Case("search", "search", "topProducts", search_case(top_products, _top_products)),
+    Case(
+        "attribution",
+        "attribution",
+        "entityRevenueOne",
+        attribution_case(
+            partial(entity_revenue, entity_type="campaign", entity_id="campaign-00", site_currency="EUR"),
+            _entity_revenue,
+        ),
+    ),
+    Case(
+        "attribution",
+        "attribution",
+        "attributedRowsCampaigns",
+        attribution_case(partial(attributed_rows, entity_type="campaign", entity_id=None), _attributed_rows),
+    ),
+    Case(
+        "attribution",
+        "attribution",
+        "touchpointCounts",
+        attribution_case(partial(touchpoint_counts, entity_type=None, entity_id=None), _touchpoint_counts),
+    ),
+    Case(
+        "attribution",
+        "attribution",
+        "recommendationsBreakdown",
+        attribution_case(partial(recommendations_breakdown, site_currency="EUR"), _recommendations_breakdown),
+    ),
+]
+# What --skip also takes: the engines compared with ours by the funnel and cohort cases.
+COMPARED = ("polars", "chdb")
+# Sections written to stderr as soon as they are complete (the report comes at the end).
+ECHOED = ("funnel4Steps", "cohortWeekly12", "search", "attribution")
+
+
+def run_cases(bench: Bench, report: dict[str, Any]) -> None:
+    """The cases ``--skip`` leaves, their figures into ``report``. A lake built before the bench generated
+    search or attribution traffic says so in place of those sections."""
+    traffic = {"search": bench.search_events, "attribution": bench.attribution_events}
+    for index, case in enumerate(CASES):
+        if case.group in bench.skip:
+            continue
+        if traffic.get(case.group) == 0:
+            report[case.section] = (
+                f"not run: no {case.group} traffic in this lake (built before the bench generated it)"
+            )
+            continue
+        figures = case.run(bench)
+        if case.entry is None:
+            report[case.section] = figures
+        else:
+            report.setdefault(case.section, {})[case.entry] = figures
+        last_of_section = index + 1 == len(CASES) or CASES[index + 1].section != case.section
+        if case.section in ECHOED and last_of_section:
+            print(json.dumps({case.section: report[case.section]}, default=str), file=sys.stderr, flush=True)
+
+
 # --- the run ------------------------------------------------------------------------------------
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -674,293 +1133,14 @@ def main() -> None:
     parser.add_argument(
         "--skip",
         default="",
-        help="comma-separated: funnel, cohort, journeys, overview, categories, revenue, associations, top, "
-        "search, attribution, polars, chdb",
+        help=f"comma-separated: {', '.join([*dict.fromkeys(case.group for case in CASES), *COMPARED])}",
     )
-    args = parser.parse_args()
-    skip = set(filter(None, args.skip.split(",")))
-    visitors = args.visitors or max(1, args.events // 20)
-    root = args.lake or Path(tempfile.mkdtemp(prefix="aisle-queries-bench-"))
-    lake = Lake(root / "lake")
-    began = time.perf_counter()
-    written = (
-        None
-        if lake.live_files(EVENTS)
-        else generate(
-            lake,
-            events=args.events,
-            days=args.days,
-            visitors=visitors,
-            orders_site=SITE if args.orders_on_events_site else ORDERS_SITE,
-            search_events=args.events // 10 if args.search_events is None else args.search_events,
-            attribution_events=args.events // 10
-            if args.attribution_events is None
-            else args.attribution_events,
-        )
-    )
-    prepared = time.perf_counter() - began
-    # chDB and polars read SITE's files (not the search traffic's).
-    files = [str(f) for f in lake.live_files(EVENTS, site_id=SITE)]
-    glob = str(root / "lake" / "events" / f"site_id={SITE}" / "date=*" / "*.parquet")
-    engine = Engine(lake, threads=os.cpu_count() or 2)
-    # What the compaction job does next on a live lake: roll up the visitor activity of ended months.
-    began = time.perf_counter()
-    rolled_up = visitor_activity.refresh(engine, {SITE: "UTC"})
-    last = FIRST + timedelta(days=args.days - 1)
-    window_us = WINDOW_SECONDS * 1_000_000
-    report: dict[str, Any] = {
-        "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
-        "command": " ".join(["bench/queries_bench.py", *sys.argv[1:]]),
-        "events": written,
-        "files": len(files),
-        "prepareSeconds": round(prepared, 1),
-        "rollupMonthsBuilt": rolled_up,
-        "rollupSeconds": round(time.perf_counter() - began, 1),
-    }
-    if written is None:
-        report["events"] = (
-            engine.cursor().sql(f"SELECT count(*) FROM events WHERE site_id = '{SITE}'").fetchall()[0][0]
-        )
-    search_counts = (
-        engine.cursor()
-        .sql(
-            f"SELECT count(*), count(*) FILTER (WHERE name = 'search_query') FROM events WHERE site_id = '{SEARCH_SITE}'"
-        )
-        .fetchall()[0]
-    )
-    report["searchEvents"], report["searchQueryEvents"] = search_counts
-    report["searchFiles"] = len(lake.live_files(EVENTS, site_id=SEARCH_SITE))
-    attribution_counts = (
-        engine.cursor()
-        .sql(
-            f"""SELECT count(*), count(*) FILTER (WHERE entity_id IS NOT NULL),
-                count(*) FILTER (WHERE name = 'purchase'),
-                count(*) FILTER (WHERE name = 'purchase' AND metadata IS NOT NULL),
-                count(DISTINCT lower(entity_type) || '/' || entity_id)
-            FROM events WHERE site_id = '{ATTRIBUTION_SITE}'"""
-        )
-        .fetchall()[0]
-    )
-    report["attributionEvents"] = dict(
-        zip(["events", "touchpoints", "purchaseEvents", "purchaseEventsNamingOrders", "entities"],
-            attribution_counts, strict=True)
-    )  # fmt: skip
-    report["attributionEvents"]["sales"], report["attributionEvents"]["refunds"] = (
-        engine.cursor()
-        .sql(
-            "SELECT count(*) FILTER (WHERE NOT is_refund), count(*) FILTER (WHERE is_refund) "
-            f"FROM orders WHERE site_id = '{ATTRIBUTION_SITE}'"
-        )
-        .fetchall()[0]
-    )
-    report["attributionFiles"] = len(lake.live_files(EVENTS, site_id=ATTRIBUTION_SITE))
-    orders_site = ORDERS_SITE
-    if [row[0] for row in engine.cursor().sql("SELECT DISTINCT site_id FROM orders").fetchall()] == [SITE]:
-        orders_site = SITE
-    report["ordersSite"] = "the events' site" if orders_site == SITE else "a site of their own"
+    return parser.parse_args()
 
-    if "funnel" not in skip:
-        funnel_query = FunnelQuery(site_id=SITE, steps=tuple(STEPS), start_date=FIRST, end_date=last,
-                                   window_seconds=WINDOW_SECONDS)  # fmt: skip
-        candidates = {"aisle": lambda: [s.count for s in funnel(engine, funnel_query).steps]}
-        if "chdb" not in skip:
-            candidates["chdb windowFunnel"] = lambda: chdb_funnel(glob, STEPS, window_us)
-        if "polars" not in skip:
-            candidates["polars"] = lambda: polars_funnel(files, STEPS, window_us)
-        table, results = side_by_side(candidates, args.runs)
-        report["funnel4Steps"] = {**table, "ratios": _ratios(table, "aisle"), "counts": results,
-                                  "parity": len({tuple(r) for r in results.values()}) == 1}  # fmt: skip
-        print(json.dumps({"funnel4Steps": report["funnel4Steps"]}), file=sys.stderr, flush=True)
 
-    if "cohort" not in skip:
-        cohort_query = CohortQuery(site_id=SITE, cohort_type="first_visit", interval="week", start_date=FIRST,
-                                   end_date=last, period_count=PERIODS)  # fmt: skip
-
-        def ours_retention() -> dict[str, list[int]]:
-            rows = cohort_report(engine, cohort_query, now=NOW)["retention"]["rows"]
-            return {row["cohort"]: [cell["retainedUsers"] for cell in row["periods"]] for row in rows}
-
-        candidates = {"aisle": ours_retention}
-        if "chdb" not in skip:
-            candidates["chdb retention"] = lambda: chdb_retention(glob, PERIODS)
-        if "polars" not in skip:
-            candidates["polars"] = lambda: polars_retention(files, PERIODS)
-        table, results = side_by_side(candidates, args.runs)
-        report["cohortWeekly12"] = {**table, "ratios": _ratios(table, "aisle"), "grid": results["aisle"],
-                                    "parity": all(r == results["aisle"] for r in results.values())}  # fmt: skip
-        print(json.dumps({"cohortWeekly12": report["cohortWeekly12"]}), file=sys.stderr, flush=True)
-
-    if "journeys" not in skip:
-        load = _load()
-        figures, _ = measure(
-            lambda: journey_stats(engine, JourneyRange(site_id=SITE, start_date=FIRST, end_date=last)),
-            args.runs,
-        )
-        report["journeyStats"] = {**figures, "machine": load}
-    if "overview" not in skip:
-        load = _load()
-        figures, _ = measure(lambda: overview(engine, Scope((SITE,), FIRST, last)), args.runs)
-        report["overview"] = {**figures, "machine": load}
-    if "categories" not in skip:
-        # Category conversion over every category: product events and order lines of the whole range
-        # (the generated events name no category, so they all count under `unknown`).
-        load = _load()
-        category_query = CategoryQuery(site_id=SITE, start_date=FIRST, end_date=last)
-        figures, result = measure(lambda: category_conversion(engine, category_query), args.runs)
-        report["categoryConversion"] = {**figures, "viewers": result.metrics.viewers,
-                                        "productViewers": result.metrics.product_viewers,
-                                        "orders": result.metrics.orders, "machine": load}  # fmt: skip
-    if "revenue" not in skip:
-        # Sales per currency and per day over the whole range: the orders of their site.
-        load = _load()
-        revenue_range = ReportRange(orders_site, FIRST, last)
-        figures, result = measure(
-            lambda: revenue_overview(engine, revenue_range, site_currency="EUR"), args.runs
-        )
-        report["revenueOverview"] = {**figures, "orders": sum(row.orders for row in result.revenue_by_currency),
-                                     "machine": load}  # fmt: skip
-    if "associations" not in skip:
-        # One product's associations over the whole range: the most popular product (the most baskets to
-        # read), for carts (SITE's add_to_cart events) and orders (their site), every basket mode: one
-        # cart or order, a session's, a person's over the range. The product is named by code and id:
-        # queries before product ids read the code, later ones the id.
-        report["associations"] = {}
-        for source, mode in [(s, m) for s in ("cart", "purchase") for m in ("cart", "session", "all")]:
-            load = _load()
-            site = SITE if source == "cart" else orders_site
-            product = {"product_id": str(product_id_for(site, "P0")), "product_item_code": "P0", "name": None}
-            product_range = ProductRange(site_id=site, start_date=FIRST, end_date=last)
-            figures, result = measure(
-                lambda source=source, mode=mode, product_range=product_range, product=product: (
-                    product_associations(
-                        engine, product_range, product=product, source=source, mode=mode, limit=20, names={}
-                    )
-                ),
-                args.runs,
-            )
-            report["associations"][f"{source}/{mode}"] = {
-                **figures, "baskets": result.baskets, "productBaskets": result.product_baskets,
-                "relatedProducts": result.related_products, "machine": load,
-            }  # fmt: skip
-    if "top" not in skip:
-        # The ten best-selling products by revenue over the whole range (the SQL of the top route; the
-        # route also merges new products into the catalog and looks names up, not timed here), with
-        # their views and add-to-carts when the orders are on the events' site.
-        load = _load()
-        top_range = ProductRange(site_id=orders_site, start_date=FIRST, end_date=last)
-        figures, rows = measure(
-            lambda: top_sales(engine, top_range, sort_by="revenue", limit=10, currency=None), args.runs
-        )
-        report["productTop"] = {
-            **figures, "rows": len(rows), "first": {k: rows[0][k] for k in ("code", "orders", "views")} if rows else None,
-            "machine": load,
-        }  # fmt: skip
-    if "search" not in skip and not report["searchEvents"]:
-        report["search"] = "not run: no search traffic in this lake (built before the bench generated it)"
-    elif "search" not in skip:
-        # The three search analyses of the routes over the whole range of SEARCH_SITE (the routes'
-        # default limit): each builds the session steps of the range (with a day of lookback), then
-        # counts per query or per product.
-        search_scope = Scope((SEARCH_SITE,), FIRST, last)
-        report["search"] = {}
-        load = _load()
-        figures, queries = measure(lambda: top_queries(engine, search_scope, limit=SEARCH_LIMIT), args.runs)
-        report["search"]["topQueries"] = {
-            **figures, "totalSearches": queries.total_searches, "totalQueries": queries.total_queries,
-            "zeroResultRate": queries.zero_result_rate, "rows": len(queries.queries),
-            "first": {k: getattr(queries.queries[0], k) for k in ("query", "searches", "people", "clicks")}
-            if queries.queries else None,
-            "machine": load,
-        }  # fmt: skip
-        load = _load()
-        figures, zeros = measure(
-            lambda: zero_result_queries(engine, search_scope, limit=SEARCH_LIMIT), args.runs
-        )
-        report["search"]["zeroResultQueries"] = {
-            **figures, "totalZeroResultSearches": zeros.total_zero_result_searches,
-            "totalQueries": zeros.total_queries, "rows": len(zeros.queries),
-            "first": {k: getattr(zeros.queries[0], k) for k in ("query", "zero_result_searches", "searches")}
-            if zeros.queries else None,
-            "machine": load,
-        }  # fmt: skip
-        load = _load()
-        figures, products = measure(lambda: top_products(engine, search_scope, limit=SEARCH_LIMIT), args.runs)
-        report["search"]["topProducts"] = {
-            **figures, "totalClicks": products.total_clicks, "rows": len(products.products),
-            "first": {k: getattr(products.products[0], k) for k in ("product_item_code", "clicks", "queries")}
-            if products.products else None,
-            "machine": load,
-        }  # fmt: skip
-        print(json.dumps({"search": report["search"]}, default=str), file=sys.stderr, flush=True)
-    if "attribution" not in skip and not report["attributionEvents"]["events"]:
-        report["attribution"] = (
-            "not run: no attribution traffic in this lake (built before the bench generated it)"
-        )
-    elif "attribution" not in skip:
-        # Attribution over the whole range of ATTRIBUTION_SITE (30-day lookback, the routes' default): the
-        # revenue of one popular entity (its credits and its counts), the credited rows of every campaign
-        # (entity_revenue takes one entity; attributed_rows with no id is what it reads for a kind), the
-        # touchpoint counts of every entity, and the recommendations breakdown (counts and credits of every
-        # recommendation, last touch).
-        attribution_range = ReportRange(ATTRIBUTION_SITE, FIRST, last)
-        report["attribution"] = {}
-
-        def _revenue(model: Any) -> dict[str, Any]:
-            return {
-                "conversions": model.conversions,
-                "revenue": {c.currency: c.revenue for c in model.revenue_by_currency},
-            }
-
-        load = _load()
-        figures, one = measure(
-            lambda: entity_revenue(engine, attribution_range, entity_type="campaign", entity_id="campaign-00",
-                                   site_currency="EUR"),
-            args.runs,
-        )  # fmt: skip
-        report["attribution"]["entityRevenueOne"] = {
-            **figures, "entity": "campaign/campaign-00", "impressions": one.impressions, "clicks": one.clicks,
-            "people": one.people, "assistedConversions": one.assisted_conversions,
-            **{model.model: _revenue(model) for model in one.models if model.model in ("last_touch", "linear")},
-            "machine": load,
-        }  # fmt: skip
-        load = _load()
-        figures, rows = measure(
-            lambda: attributed_rows(engine, attribution_range, entity_type="campaign", entity_id=None),
-            args.runs,
-        )
-        report["attribution"]["attributedRowsCampaigns"] = {
-            **figures, "rows": len(rows), "entities": len({r["entity_id"] for r in rows}),
-            "touchedConversions": sum(r["touched_conversions"] for r in rows),
-            "lastTouchConversions": round(sum(r["last_touch_conversions"] for r in rows), 3),
-            "lastTouchRevenueEUR": str(sum(r["last_touch_revenue"] for r in rows if r["currency"] == "EUR")),
-            "machine": load,
-        }  # fmt: skip
-        load = _load()
-        figures, counts = measure(
-            lambda: touchpoint_counts(engine, attribution_range, entity_type=None, entity_id=None), args.runs
-        )
-        report["attribution"]["touchpointCounts"] = {
-            **figures, "entities": len(counts), "impressions": sum(c["impressions"] for c in counts),
-            "clicks": sum(c["clicks"] for c in counts),
-            "first": {k: counts[0][k] for k in ("entity_type", "entity_id", "impressions", "clicks", "people")}
-            if counts else None,
-            "machine": load,
-        }  # fmt: skip
-        load = _load()
-        figures, breakdown = measure(
-            lambda: recommendations_breakdown(engine, attribution_range, site_currency="EUR"), args.runs
-        )
-        first = breakdown.recommendations[0] if breakdown.recommendations else None
-        report["attribution"]["recommendationsBreakdown"] = {
-            **figures, "recommendations": breakdown.total, "impressions": breakdown.impressions,
-            "clicks": breakdown.clicks, "attributedConversions": breakdown.attributed_conversions,
-            "revenue": {c.currency: c.revenue for c in breakdown.revenue_by_currency},
-            "first": None if first is None else {"id": first.recommendation_id, "clicks": first.clicks,
-                                                 "assistedConversions": first.assisted_conversions,
-                                                 "attributedConversions": first.attributed_conversions},
-            "machine": load,
-        }  # fmt: skip
-        print(json.dumps({"attribution": report["attribution"]}, default=str), file=sys.stderr, flush=True)
+def main() -> None:
+    bench, report = open_lake(parse_args())
+    run_cases(bench, report)
     print(json.dumps(report, indent=2, default=str))
 
 

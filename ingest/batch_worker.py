@@ -38,14 +38,8 @@ import structlog
 
 from aisle.gc_tuning import tune_for_serving
 from ingest.event_lines import encode_event_batch
-from ingest.normalise import (
-    Context,
-    Rejected,
-    batch_visitors,
-    common_columns,
-    parse_event_batch,
-    valid_event_log_columns,
-)
+from ingest.events import batch_visitors, parse_event_batch, valid_event_log_columns
+from ingest.validation import Context, Rejected, common_columns
 
 log = structlog.get_logger("aisle.batch_worker")
 

@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, ConfigDict, Field, StrictBool, ValidationError
 
 from aisle.wire import CamelModel
-from ingest.normalise import Context, Rejected, event_time, micros
 from ingest.schemas import MAX_ID_LENGTH, EventTime, OptionalId, SentAt, exact_id
+from ingest.validation import Context, Rejected, event_time, micros
 
 Category = Literal["necessary", "analytics", "marketing", "preferences"]
 CATEGORIES: tuple[Category, ...] = ("necessary", "analytics", "marketing", "preferences")

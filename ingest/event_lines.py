@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from ingest.normalise import EventColumns
+from ingest.events import EventColumns
 
 
 def encode_event_batch(common: dict[str, Any], columns: EventColumns) -> bytes:

@@ -25,9 +25,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest import json_text
-from ingest.normalise import Context, Rejected, money
 from ingest.schemas import AMOUNT_TEXT, BatchResult
 from ingest.service import Ingest
+from ingest.validation import Context, Rejected, money
 from warehouse.config_store.sites import Site
 
 BATCH_ROWS = 2000

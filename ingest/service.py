@@ -17,21 +17,14 @@ from ingest import flusher_process
 from ingest.consent import consent_row
 from ingest.dedupe import WINDOW_SECONDS, KeyWindow, RecentKeys, RedisRecentKeys
 from ingest.event_lines import encode_event_batch, without_events
+from ingest.events import EventColumns, EventFailures, event_log_columns, valid_event_log_columns
 from ingest.flusher import Flusher, LogSource
 from ingest.log import DurableLog, FileChunks, LogReader
-from ingest.normalise import (
-    Context,
-    EventColumns,
-    EventFailures,
-    Rejected,
-    common_columns,
-    event_log_columns,
-    metric_row,
-    order_row,
-    valid_event_log_columns,
-)
+from ingest.metrics import metric_row
+from ingest.orders import order_row
 from ingest.schemas import BatchResult, Rejection
 from ingest.stream_log import StreamLog, bind_data_dir, check_data_dir, check_durable, is_bound
+from ingest.validation import Context, Rejected, common_columns
 from warehouse.lake import CONSENTS, EVENTS, METRICS, ORDERS, TABLES, Lake, LakeTable
 
 if TYPE_CHECKING:

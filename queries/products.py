@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime
+from functools import cache
 from typing import Any, Literal
 
 import pyarrow as pa
+from sqlglot import exp
 
 from aisle.wire import CamelModel
 from ingest.event_names import EVENT_FAMILIES
 from queries import library
+from queries.adhoc.parse import parse_sql
 from queries.money import MoneyTotal, format_amount, money_total
 from queries.ranges import LocalDays
 from queries.rates import rate
@@ -289,14 +292,58 @@ class BasketCounts:
     pairs: list[tuple[str, str | None, int, int]]
 
 
-def basket_lines(source: Source, mode: Mode) -> str:
-    """The query of the distinct (basket, product_key, id_only) lines of one kind of basket. Events name
-    products by code; sale lines may name one by productId alone, which ``product_baskets_purchase.sql``
-    resolves for the three purchase modes alike."""
-    baskets = library.sql(f"product_baskets_{source}_{mode}")
-    if source == "cart":
-        return baskets
-    return f"WITH order_lines AS MATERIALIZED (\n{baskets}\n),\n{library.sql('product_baskets_purchase')}"
+# What a basket's rows share, per mode: the sale, the visitor's session, the person (the linked user,
+# else the visitor). Carts of mode cart are events between checkouts: ``product_baskets_cart_cart.sql``.
+_BASKET_OF = {"cart": ("order_id",), "session": ("visitor_id", "session_id"), "all": ("person_id",)}
+# The lake tables through person resolution, which only mode all pays for.
+_PEOPLE_IN = {"events": "events_people_in", "orders": "orders_people_in"}
+
+
+def _keyed(table: Literal["events", "orders"], mode: Mode) -> exp.Select:
+    """``SELECT hash(<what the basket's rows share>) AS basket, * FROM <table>``: the rows of ``table``
+    with the 64-bit hash of their basket, read through ``<table>_people_in([$site_id])`` for mode all."""
+    rows = exp.to_table(table)
+    if mode == "all":
+        sites = exp.Array(expressions=[exp.Placeholder(this="site_id")])
+        rows = exp.Table(this=exp.Anonymous(this=_PEOPLE_IN[table], expressions=[sites]))
+    key = exp.Anonymous(this="hash", expressions=[exp.column(name) for name in _BASKET_OF[mode]])
+    return exp.select(key.as_("basket"), exp.Star()).from_(rows)
+
+
+def _query(name: str) -> exp.Query:
+    """A query of the library as a sqlglot tree, its ``$name`` parameters read as DuckDB reads them."""
+    (query,) = parse_sql(library.sql(name), dialect="duckdb")
+    if not isinstance(query, exp.Query):
+        raise TypeError(f"queries/sql/{name}.sql is not a query")
+    return query
+
+
+def _defining(
+    query: exp.Query, name: str, definition: exp.Query, *, materialized: bool | None = None
+) -> exp.Query:
+    """``query`` with the relation it reads as ``name`` defined as ``definition``: a CTE before its own."""
+    cte = exp.CTE(
+        this=definition, alias=exp.TableAlias(this=exp.to_identifier(name)), materialized=materialized
+    )
+    own = query.args.get("with_")
+    query.set("with_", exp.With(expressions=[cte, *(own.expressions if own else [])]))
+    return query
+
+
+@cache
+def association_sql(source: Source, mode: Mode) -> str:
+    """The associations query for one kind of basket: ``product_associations.sql`` reading the basket
+    lines, materialised once, of ``product_baskets_cart_cart.sql`` (carts between checkouts),
+    ``product_baskets_cart.sql`` or ``product_baskets_purchase.sql``, those two reading the lake rows
+    keyed by the mode's basket (``_keyed``)."""
+    if source == "cart" and mode == "cart":
+        baskets = _query("product_baskets_cart_cart")
+    elif source == "cart":
+        baskets = _defining(_query("product_baskets_cart"), "keyed_events", _keyed("events", mode))
+    else:
+        baskets = _defining(_query("product_baskets_purchase"), "keyed_orders", _keyed("orders", mode))
+    counts = _defining(_query("product_associations"), "basket_lines", baskets, materialized=True)
+    return counts.sql(dialect="duckdb")
 
 
 def association_counts(
@@ -308,14 +355,13 @@ def association_counts(
     mode: Mode,
     limit: int,
 ) -> BasketCounts:
-    """Basket counts for one product: see ``product_associations.sql`` and ``product_baskets_*.sql``."""
-    text = f"WITH basket_lines AS MATERIALIZED (\n{basket_lines(source, mode)}\n),\n" + library.sql(
-        "product_associations"
-    )
+    """Basket counts for one product: see ``association_sql``."""
     params = {**query.params(), "code": product["product_item_code"], "product_id": product["product_id"]}
     cursor = engine.cursor()
     try:
-        table: pa.Table = cursor.sql(text, params={**params, "limit": limit}).to_arrow_table()
+        table: pa.Table = cursor.sql(
+            association_sql(source, mode), params={**params, "limit": limit}
+        ).to_arrow_table()
     finally:
         cursor.close()
     rows = table.to_pylist()

@@ -11,8 +11,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from ingest.normalise import Context
 from ingest.service import Ingest
+from ingest.validation import Context
 from tests.test_cli import run_aisle
 from warehouse.config_store import organizations, sites
 from warehouse.config_store.store import create_store_engine, migrate

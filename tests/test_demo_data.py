@@ -29,8 +29,10 @@ from aisle.demo_data import (
     make_catalog,
 )
 from ingest.consent import consent_row
-from ingest.normalise import Context, event_row, order_row
+from ingest.events import event_row
+from ingest.orders import order_row
 from ingest.service import Ingest
+from ingest.validation import Context
 from queries.attribution import entity_revenue, recommendations_breakdown
 from queries.categories import CategoryQuery, category_filters, category_products
 from queries.consent import ConsentRange, consent_impact, consent_stats

@@ -13,7 +13,7 @@ from api.openapi_bodies import documented_body
 from api.public.guard import PUBLIC_RESPONSES, PublicSite
 from api.throttle import Limit, headers_on_errors, throttle
 from ingest.consent import CATEGORIES, ConsentIn, ConsentResult
-from ingest.normalise import Context, Rejected
+from ingest.validation import Context, Rejected
 
 router = APIRouter(
     prefix="/public/sites/{siteKey}",

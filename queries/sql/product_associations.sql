@@ -1,11 +1,12 @@
--- Market-basket figures of one product against every product sharing a basket with it. Runs after
--- `WITH basket_lines AS MATERIALIZED (<baskets>),`: distinct (basket, product_key, id_only) lines. A
--- product's key is its code, or, for a product the baskets name only by a productId that no code of
--- theirs derives to (`id_only`), that productId. The product asked for is its code $code (NULL without
--- one) or its productId $product_id (when its lines in the range name it only by that). The baskets
--- holding the product are found first; only the products in them are counted over all baskets.
--- Counts only: the rates are computed by the caller.
-target_baskets AS (
+-- Market-basket figures of one product against every product sharing a basket with it. Reads
+-- `basket_lines`: distinct (basket, product_key, id_only) lines of one source and mode
+-- (`product_baskets_*.sql`), put before it, materialised, by `queries/products.py`. A product's key is
+-- its code, or, for a product the baskets name only by a productId that no code of theirs derives to
+-- (`id_only`), that productId. The product asked for is its code $code (NULL without one) or its
+-- productId $product_id (when its lines in the range name it only by that). The baskets holding the
+-- product are found first; only the products in them are counted over all baskets. Counts only: the
+-- rates are computed by the caller.
+WITH target_baskets AS (
     -- `id_only` tells a productId from a code that happens to spell it (another product).
     SELECT basket FROM basket_lines
     WHERE product_key IN ($code, $product_id) AND id_only = (product_key = $product_id)

@@ -26,8 +26,7 @@ from api.sites.schemas import HOST_NAME, normalise_domain
 from ingest.consent import CATEGORIES as CONSENT_CATEGORIES
 from ingest.currency import ISO4217_CODES
 from ingest.event_names import CANONICAL_EVENT_NAMES
-from queries.adhoc_sql import MAX_JSON_ROWS
-from queries.adhoc_sql_guard import DIALECTS
+from queries.adhoc.policy import DIALECTS, MAX_JSON_ROWS
 from tests.factories import make_verified_site
 from tests.servers import LiveServer
 from warehouse.config_store.store import MIGRATIONS_DIR

@@ -9,7 +9,7 @@ import io
 from datetime import UTC, datetime
 
 from api.analytics.consent import service as consent_service
-from ingest.normalise import Context
+from ingest.validation import Context
 from tests.factories import Session, make_user
 
 RANGE = {"startDate": "2024-02-01", "endDate": "2024-02-03"}

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from aisle.settings import Settings
 from api.app import create_app
-from ingest.normalise import Context
 from ingest.service import Ingest
+from ingest.validation import Context
 from tests.factories import make_verified_site
 from tests.servers import LiveServer
 from warehouse.lake import ORDERS

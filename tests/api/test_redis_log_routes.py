@@ -16,9 +16,9 @@ import redis
 from aisle.settings import Settings
 from api.app import create_app
 from ingest.log import LogWriteFailed
-from ingest.normalise import Context
 from ingest.service import Ingest
 from ingest.stream_log import StreamLog
+from ingest.validation import Context
 from tests.factories import Session, make_user, make_verified_site
 from tests.servers import LiveServer, RedisServer
 

@@ -18,8 +18,8 @@ import pytest
 from ingest import flusher_process
 from ingest.flusher import FlushLock
 from ingest.log import DurableLog, LogReader, Position
-from ingest.normalise import Context
 from ingest.service import Ingest
+from ingest.validation import Context
 from warehouse.engine import Engine
 from warehouse.lake import EVENTS, Lake
 

@@ -18,9 +18,9 @@ from aisle.settings import Settings
 from ingest import writer_lease
 from ingest.lake_readers import ReaderPresence
 from ingest.log import LogWriteFailed
-from ingest.normalise import Context
 from ingest.service import DataDirBusy, Ingest, flush_file_log
 from ingest.stream_log import LogNotDurable, LogOfAnotherDataDir, StreamLog, stream_key
+from ingest.validation import Context
 from ingest.writer_lease import LakeWriterBusy, WriterLease
 from jobs import lake_writer
 from warehouse.lake import EVENTS, ORDERS

@@ -4,8 +4,8 @@ from datetime import UTC, date, datetime
 
 import pyarrow.parquet as pq
 
-from ingest.normalise import Context
 from ingest.service import Ingest
+from ingest.validation import Context
 from jobs import compaction
 from jobs.scheduler import start_scheduler
 from warehouse import visitor_activity

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ingest.normalise import Context
+from ingest.validation import Context
 from jobs import product_catalog
 from jobs.scheduler import start_scheduler
 from tests.factories import make_store_site

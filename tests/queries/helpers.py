@@ -13,8 +13,8 @@ from decimal import Decimal
 from pathlib import Path
 
 from ingest.importer import import_file
-from ingest.normalise import Context
 from ingest.service import Ingest
+from ingest.validation import Context
 from warehouse.config_store.product_identity import product_id_for
 
 SITE = "55555555-5555-5555-5555-555555555555"

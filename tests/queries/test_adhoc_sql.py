@@ -16,10 +16,13 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from ingest.normalise import Context
 from ingest.service import Ingest
-from queries.adhoc_sql import Sandbox, execute, open_sandbox, run_sql
-from queries.adhoc_sql_guard import VIEWS, SqlError, guard
+from ingest.validation import Context
+from queries.adhoc.errors import SqlError
+from queries.adhoc.guard import guard
+from queries.adhoc.policy import VIEWS
+from queries.adhoc.run import execute, run_sql
+from queries.adhoc.sandbox import Sandbox, open_sandbox
 
 SITE = "aaaaaaaa-0000-4000-8000-000000000001"
 OTHER_SITE = "bbbbbbbb-0000-4000-8000-000000000002"
@@ -821,7 +824,7 @@ def test_docs_list_every_column_of_every_view_with_its_type(tmp_path):
 
 
 def test_docs_list_exactly_the_allowed_functions():
-    from queries.adhoc_sql_guard import ALLOWED_FUNCTIONS
+    from queries.adhoc.policy import ALLOWED_FUNCTIONS
 
     text = DOCS.read_text()
     listed = text.split("<!-- functions:start -->", 1)[1].split("<!-- functions:end -->", 1)[0]
@@ -839,7 +842,7 @@ def test_every_example_in_the_docs_runs(shop):
 
 
 def test_formats_keep_repeated_names_nulls_and_nested_values(shop):
-    from queries.adhoc_sql_formats import csv_chunks, json_body, parquet_chunks
+    from queries.adhoc.formats import csv_chunks, json_body, parquet_chunks
 
     result = run_sql(shop, "SELECT 1 AS a, 2 AS a, NULL AS n, [1, 2] AS l, {'k': 1.50} AS s", site_id=SITE)
     assert result.columns == [("a", "INTEGER"), ("a", "INTEGER"), ("n", "NULL"), ("l", "INTEGER[]"),
@@ -855,7 +858,7 @@ def test_formats_keep_repeated_names_nulls_and_nested_values(shop):
 
 
 def test_map_literals_run_and_come_as_key_value_pairs(shop):
-    from queries.adhoc_sql_formats import json_body
+    from queries.adhoc.formats import json_body
 
     result = run_sql(shop, "SELECT MAP {'a': 1, 'b': 2} AS m, (MAP {'a': 1})['a'] AS v", site_id=SITE)
     assert result.columns == [("m", "MAP(VARCHAR, INTEGER)"), ("v", "INTEGER")]
@@ -863,7 +866,7 @@ def test_map_literals_run_and_come_as_key_value_pairs(shop):
 
 
 def test_values_no_writer_carries_as_they_are_come_as_duckdb_text_in_every_format(shop):
-    from queries.adhoc_sql_formats import csv_chunks, json_body, parquet_chunks
+    from queries.adhoc.formats import csv_chunks, json_body, parquet_chunks
 
     # BIGNUM and BIT reached Arrow as DuckDB's internal bytes (a broken CSV or Parquet download), a
     # UNION as a sparse union no writer takes, a TIMETZ without its offset.
@@ -890,7 +893,7 @@ def test_an_integer_wider_than_38_digits_is_an_error_not_a_wrapped_number(shop):
 
 
 def test_json_gives_a_column_of_integers_javascript_cannot_hold_exactly_as_strings(shop):
-    from queries.adhoc_sql_formats import csv_chunks, json_body
+    from queries.adhoc.formats import csv_chunks, json_body
 
     # JSON.parse rounds a number past 2^53 - 1 without a word (9007199254740993 reads as ...992): such
     # values were numbers, and only a HUGEINT past 2^63 a string.
@@ -916,7 +919,7 @@ def test_json_gives_a_column_of_integers_javascript_cannot_hold_exactly_as_strin
 
 
 def test_dates_and_times_python_cannot_hold_come_as_text(shop):
-    from queries.adhoc_sql_formats import csv_chunks, json_body, text_table
+    from queries.adhoc.formats import csv_chunks, json_body, text_table
 
     result = run_sql(shop, "SELECT 'infinity'::TIMESTAMP AS i, '-infinity'::DATE AS d, "
                            "'5877642-06-25'::DATE AS far, '24:00:00'::TIME AS midnight, "

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingest.consent import CATEGORIES
-from ingest.normalise import Context
 from ingest.service import Ingest
+from ingest.validation import Context
 from queries.consent import ConsentRange, consent_stats, simulate_consent
 from warehouse.engine import Engine
 

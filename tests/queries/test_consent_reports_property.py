@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ingest.consent import CATEGORIES
-from ingest.normalise import Context
 from ingest.service import Ingest
+from ingest.validation import Context
 from queries.consent import ConsentRange, consent_categories, consent_impact, consent_trends
 from tests.queries.test_consent_property import (
     BASE,

@@ -13,7 +13,7 @@ from fractions import Fraction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.normalise import Context
+from ingest.validation import Context
 from queries.products import ProductRange, association_rates, product_associations
 from tests.queries.helpers import imported_retail_invoices, is_retail_sale
 from warehouse.config_store.product_identity import product_id_for

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from ingest.normalise import Context
+from ingest.validation import Context
 from queries.product_catalog import sync_seen_products
 from tests.factories import make_store_site
 from warehouse.config_store import products

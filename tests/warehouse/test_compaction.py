@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ingest.normalise import Context
 from ingest.service import Ingest
+from ingest.validation import Context
 from warehouse import compaction
 from warehouse.compaction import compact_table, purge_retired
 from warehouse.engine import Engine

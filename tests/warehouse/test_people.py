@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from ingest.normalise import Context
 from ingest.service import Ingest
+from ingest.validation import Context
 
 SITE = "44444444-4444-4444-4444-444444444444"
 

@@ -26,9 +26,9 @@ from api.analytics.sql.service import SavedQuery
 from api.deps import ConfigStoreDep, CurrentUser, EngineDep, SettingsDep, SqlSandboxDep
 from api.errors import ERROR_RESPONSE_SCHEMA
 from api.schemas import Ok
-from queries.adhoc_sql import SqlResult
-from queries.adhoc_sql_formats import csv_chunks, json_body, parquet_chunks
-from queries.adhoc_sql_guard import SqlError
+from queries.adhoc.errors import SqlError
+from queries.adhoc.formats import csv_chunks, json_body, parquet_chunks
+from queries.adhoc.run import SqlResult
 from warehouse.config_store.sites import Site
 
 router = APIRouter(prefix="/analytics/sql", tags=["analytics"])

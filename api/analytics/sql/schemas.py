@@ -10,8 +10,14 @@ from pydantic.json_schema import SkipJsonSchema
 
 from api.schemas import CamelModel, StrictCamelModel, leave_out_unset
 from ingest.schemas import SiteIdText
-from queries.adhoc_sql import DEFAULT_ROW_LIMIT, MAX_JSON_ROWS, MAX_STREAM_ROWS
-from queries.adhoc_sql_guard import DEFAULT_DIALECT, DIALECTS, VIEWS
+from queries.adhoc.policy import (
+    DEFAULT_DIALECT,
+    DEFAULT_ROW_LIMIT,
+    DIALECTS,
+    MAX_JSON_ROWS,
+    MAX_STREAM_ROWS,
+    VIEWS,
+)
 
 Format = Literal["json", "csv", "parquet"]
 ParameterType = Literal["string", "integer", "number", "boolean", "date", "timestamp", "string_list"]

@@ -24,15 +24,11 @@ from api.analytics.sql.schemas import (
 from api.auth.permissions import ANALYTICS_SQL
 from api.deps import Principal, load_owned_site
 from api.errors import AppError, BadRequest, Conflict, Forbidden, RequestTimeout, ServiceUnavailable
-from queries.adhoc_sql import (
-    DEFAULT_ROW_LIMIT,
-    MAX_JSON_ROWS,
-    MAX_STREAM_ROWS,
-    Sandbox,
-    SqlResult,
-    execute,
-)
-from queries.adhoc_sql_guard import GuardedQuery, SqlError, SqlTimeout, guard
+from queries.adhoc.errors import SqlError, SqlTimeout
+from queries.adhoc.guard import GuardedQuery, guard
+from queries.adhoc.policy import DEFAULT_ROW_LIMIT, MAX_JSON_ROWS, MAX_STREAM_ROWS
+from queries.adhoc.run import SqlResult, execute
+from queries.adhoc.sandbox import Sandbox
 from warehouse.config_store import activity, saved_queries
 from warehouse.config_store.sites import Site
 from warehouse.config_store.store import ConfigStore

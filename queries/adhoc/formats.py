@@ -22,8 +22,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from queries.adhoc_sql import SqlResult
-from queries.adhoc_sql_guard import SqlError
+from queries.adhoc.errors import SqlError
+from queries.adhoc.run import SqlResult
 
 CHUNK_ROWS = 65_536
 CHUNK_BYTES = 1 << 20

@@ -9,7 +9,7 @@ caller's thread watches it, and kills it once its resident memory passes the san
 usually stops it first, with a clean answer). The next query replaces a killed or dead worker.
 
 Workers are shared by sandboxes with the same limits and kept between queries (starting one imports
-DuckDB and pyarrow, about a second). A worker is ``python -m queries.adhoc_sql_process FD LIMITS``
+DuckDB and pyarrow, about a second). A worker is ``python -m queries.adhoc.process FD LIMITS``
 (not a multiprocessing child, which would re-run the caller's main script), talking pickles over its
 end of a socket pair; it exits when the caller's end closes. Answers come back as Arrow IPC streams.
 """
@@ -31,7 +31,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from queries.adhoc_sql_guard import GuardedQuery, SqlError, SqlTimeout
+from queries.adhoc.errors import SqlError, SqlTimeout, memory_error
+from queries.adhoc.guard import GuardedQuery
+from queries.adhoc.sandbox import Limits
 
 _POLL_SECONDS = 0.05
 # A worker imports for about a second; one not ready after this is broken.
@@ -40,17 +42,6 @@ READY_TIMEOUT_SECONDS = 60.0
 # interrupt answers within ~50 ms when DuckDB looks for it.
 KILL_GRACE_SECONDS = 1.0
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one query may use: DuckDB's memory limit (a DuckDB size string) and threads, the largest
-    answer, and the worker's whole resident memory."""
-
-    memory_limit: str
-    threads: int
-    max_result_bytes: int
-    max_process_bytes: int
 
 
 @dataclass(frozen=True)
@@ -69,7 +60,7 @@ class Job:
 def _serve(conn: Connection, limits: Limits) -> None:
     """Run jobs until the caller's end closes. Each answer: ``("ok", columns, truncated, elapsed_ms,
     duckdb_sql)`` then the table as Arrow IPC bytes, or ``("error", code, message, details)``."""
-    from queries.adhoc_sql import run_in_this_process
+    from queries.adhoc.run import run_in_this_process
     from warehouse.lake import Lake
 
     conn.send(("ready",))
@@ -108,7 +99,7 @@ class _Worker:
             [
                 sys.executable,
                 "-m",
-                "queries.adhoc_sql_process",
+                "queries.adhoc.process",
                 str(theirs.fileno()),
                 json.dumps(asdict(limits)),
             ],
@@ -215,15 +206,6 @@ class WorkerPool:
             f"The query stopped the process running it (exit code {code}); nothing of it was kept. "
             "Simplify it, or narrow what it reads",
         )
-
-
-def memory_error(memory_limit: str) -> SqlError:
-    return SqlError(
-        "SQL_MEMORY_LIMIT",
-        f"The query needed more than its memory limit ({memory_limit}); aggregate more or select fewer "
-        "columns and rows",
-        {"memoryLimit": memory_limit},
-    )
 
 
 _pools: dict[Limits, WorkerPool] = {}

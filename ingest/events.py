@@ -1,16 +1,30 @@
-"""Validation and normalisation of single events and orders into lake rows.
+"""Events: a batch's events validated and normalised into the durable log's columns.
 
-Every function here is pure: given the wire dict, the site and the receive time it returns the row
-that goes to the durable log, or raises ``Rejected`` with a stable code and a reason.
+There is one validation path, with two decoders in front of it:
+
+1. ``parse_event_batch``, the fast path of the public batch route (in the server or in a batch worker,
+   ``ingest.batch_worker``): msgspec decodes and validates the whole body in one call into the structs
+   of ``ingest.event_struct``, which are derived from the same TypedDicts as pydantic's
+   (``ingest.schemas.EventBatch``, ``EventIn``), so the wire shape and its limits are declared once.
+   It takes only what both libraries read alike (that module's docstring says where they differ) and
+   a body too small for one event to break the size limit; for anything else it answers None.
+2. ``event_log_columns``, for everything else (the bodies the fast path left, single tracked events,
+   the private routes, imports, the demo): objects, names and sizes screened on the raw JSON, then
+   pydantic validates the batch in one call (event by event only when one fails), and each problem is
+   reported by its index.
+
+Both end in ``_columns_of``: the rules no schema states (a product event's code, a category event's
+path, blank ids, identify's user, timestamps, currency, money) run there once, on events from either
+decoder, so a batch gets the same answer on either path (tests/ingest/test_normalise.py checks it
+on generated batches). Orders and metrics are one item at a time, through pydantic only
+(``ingest.orders``, ``ingest.metrics``); the rules they share with events are in ``ingest.validation``.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal
+from datetime import UTC, date, timedelta
 from typing import Any
 
 import msgspec
@@ -18,128 +32,21 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from ingest.category_paths import UNKNOWN_CATEGORY, names_a_category
-from ingest.currency import is_iso4217, not_a_currency, resolve_currency
+from ingest.currency import resolve_currency
 from ingest.event_names import CANONICAL_EVENT_NAMES, EVENT_FAMILIES
 from ingest.event_struct import EVENT_BATCH_DECODER, ConsentStruct, EventStruct
 from ingest.schemas import (
     BROKEN_CHARACTER,
     BROKEN_ID,
-    EARLIEST,
     MAX_CATEGORY_PATH_LENGTH,
     MAX_EVENT_BYTES,
     MAX_ID_LENGTH,
-    Consent,
     EventIn,
-    MetricIn,
-    OrderIn,
-    aware,
 )
+from ingest.validation import Context, Rejected, checked_currency, common_columns, event_time, micros, money
 
 PRODUCT_EVENTS = frozenset(EVENT_FAMILIES["product"])
 CATEGORY_EVENTS = frozenset(EVENT_FAMILIES["category"])
-
-MONEY_SCALE = 6
-MONEY_DIGITS = 17  # amounts below 10^17 (decimal128(24, 6) holds 18 integer digits)
-# Storefront clocks drift; anything further out than this is a broken client, not skew.
-PUBLIC_MAX_AGE = timedelta(days=7)
-MAX_FUTURE = timedelta(minutes=10)
-
-
-class Rejected(Exception):
-    def __init__(self, code: str, reason: str) -> None:
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class Context:
-    """What the server knows about a request, beyond its body."""
-
-    site_id: str
-    site_currency: str
-    received_at: datetime
-    channel: str  # web, mobile, server (private track), import
-    historical: bool = False  # private routes and imports accept old timestamps
-    sent_at: datetime | None = None
-    client_platform: str | None = None
-    client_version: str | None = None
-
-
-def micros(moment: datetime) -> int:
-    return int(moment.timestamp() * 1_000_000)
-
-
-def event_time(raw: datetime | None, ctx: Context) -> datetime:
-    """Server time when absent; shifted by the batch's clock skew (received - sentAt) when known."""
-    if raw is None:
-        return ctx.received_at
-    moment = aware(raw)
-    if ctx.sent_at is not None:
-        try:
-            moment += ctx.received_at - aware(ctx.sent_at)
-        except OverflowError:
-            raise Rejected(
-                "TIMESTAMP_INVALID", "timestamp is out of range after clock-skew correction"
-            ) from None
-    earliest = EARLIEST if ctx.historical else ctx.received_at - PUBLIC_MAX_AGE
-    if moment > ctx.received_at + MAX_FUTURE:
-        raise Rejected("TIMESTAMP_IN_FUTURE", "timestamp is in the future (after clock-skew correction)")
-    if moment < earliest:
-        raise Rejected(
-            "TIMESTAMP_TOO_OLD",
-            "timestamp is older than 7 days; send historical data through /analytics/track or `aisle import`"
-            if not ctx.historical
-            else "timestamp is before 2000-01-01",
-        )
-    return moment
-
-
-def money(value: Decimal | None, field: str) -> str | None:
-    if value is None:
-        return None
-    # By the exponent: abs() or a comparison of "1E+1000000" overflows the decimal context.
-    if not value.is_finite() or (value and value.adjusted() >= MONEY_DIGITS):
-        raise Rejected("AMOUNT_INVALID", f"{field} must be a finite amount below 10^17")
-    exact = value.quantize(Decimal(1).scaleb(-MONEY_SCALE))
-    if value != exact:
-        raise Rejected("AMOUNT_TOO_PRECISE", f"{field} has more than {MONEY_SCALE} decimal places")
-    # At the lake's scale: trailing zeros beyond it ("1.000...0") would not fit decimal128(24, 6).
-    return format(exact, "f")
-
-
-def _currency(code: str | None, *fallbacks: str | None) -> str:
-    if code is not None and not is_iso4217(code.strip().upper()):
-        raise Rejected("CURRENCY_NOT_ISO4217", not_a_currency(code))
-    return resolve_currency(code, *fallbacks)
-
-
-def _validation_reason(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "event"
-    return f"{where}: {first['msg']}"
-
-
-def _consent(consent: Consent | None) -> dict[str, bool | None]:
-    consent = consent or {}
-    return {
-        "consent_necessary": consent.get("necessary"),
-        "consent_analytics": consent.get("analytics"),
-        "consent_marketing": consent.get("marketing"),
-        "consent_preferences": consent.get("preferences"),
-    }
-
-
-def common_columns(ctx: Context) -> dict[str, Any]:
-    """The columns every row of one request shares (an event batch's are logged once per batch)."""
-    return {
-        "received_at": micros(ctx.received_at),
-        "channel": ctx.channel,
-        "client_platform": ctx.client_platform,
-        "client_version": ctx.client_version,
-        "site_id": ctx.site_id,
-    }
-
 
 EVENT_LIST = TypeAdapter(list[EventIn])
 
@@ -436,7 +343,7 @@ class _BatchContext:
         if currency is None and meta_currency is None and order_currency is None:
             currency = self.site_currency
         else:
-            currency = _currency(currency, meta_currency, order_currency, ctx.site_currency)
+            currency = checked_currency(currency, meta_currency, order_currency, ctx.site_currency)
         value = event.value
         return (
             ts,
@@ -459,86 +366,3 @@ def _unstorable() -> Rejected:
 
 def _nothing(_key: str) -> None:
     return None
-
-
-def _validated(model, raw: Any, *, what: str, kind: str):
-    """``model`` from one JSON item, or Rejected as ``<KIND>_NOT_OBJECT`` / ``INVALID_<KIND>``."""
-    if not isinstance(raw, dict):
-        raise Rejected(f"{kind}_NOT_OBJECT", f"{what} must be a JSON object")
-    try:
-        return model.model_validate(raw)
-    except ValidationError as exc:
-        raise Rejected(f"INVALID_{kind}", _validation_reason(exc)) from exc
-
-
-def order_row(raw: Any, ctx: Context) -> dict[str, Any]:
-    order = _validated(OrderIn, raw, what="the order", kind="ORDER")
-    if order.total is not None and order.total < 0 and not order.is_refund:
-        # Stored as a sale it would quietly take revenue away.
-        raise Rejected("INVALID_ORDER", "total is negative: a refund or cancellation needs isRefund true")
-    if order.refund_of is not None and not order.is_refund:
-        # Stored as a sale it would count as revenue while saying it refunds another order.
-        raise Rejected(
-            "INVALID_ORDER", "refundOf names the order a refund refunds: send isRefund true with it"
-        )
-    moment = event_time(order.timestamp, ctx)
-    items = [
-        {
-            "product_item_code": item.product_item_code,
-            "product_id": item.product_id,
-            "quantity": item.quantity,
-            "price": money(item.price, f"items.{i}.price"),
-            "name": item.name,
-            "category_path": item.category_path,
-        }
-        for i, item in enumerate(order.items)
-    ]
-    for i, item in enumerate(order.items):  # amounts checked above: each is finite
-        if not order.is_refund and (item.quantity < 0 or item.price < 0):
-            # Lines are product revenue: a negative one would take it from the product quietly.
-            raise Rejected(
-                "INVALID_ORDER",
-                f"items.{i} is negative: a sale's lines need a quantity and price of zero or more "
-                "(a refund or cancellation needs isRefund true)",
-            )
-    return {
-        "order_id": order.order_id,
-        "ts": micros(moment),
-        "visitor_id": order.visitor_id,
-        "session_id": order.session_id,
-        "journey_id": order.journey_id,
-        "user_id": order.user_id,
-        "currency": _currency(order.currency, ctx.site_currency),
-        "total": money(order.total, "total"),
-        "subtotal": money(order.subtotal, "subtotal"),
-        "tax": money(order.tax, "tax"),
-        "shipping": money(order.shipping, "shipping"),
-        "discount": money(order.discount, "discount"),
-        "is_refund": order.is_refund,
-        "refund_of": order.refund_of,
-        "items": items,
-        "item_count": sum(abs(i["quantity"]) for i in items),
-        **_consent(order.consent),
-        **common_columns(ctx),
-        "date": moment.astimezone(UTC).date().isoformat(),
-    }
-
-
-def metric_row(raw: Any, ctx: Context) -> dict[str, Any]:
-    metric = _validated(MetricIn, raw, what="each metric", kind="METRIC")
-    if metric.value != metric.value or metric.value in (float("inf"), float("-inf")):
-        raise Rejected("INVALID_METRIC", "value must be a finite number")
-    moment = event_time(metric.timestamp, ctx)
-    return {
-        "metric_id": uuid.uuid4().hex,
-        "name": metric.name,
-        "value": metric.value,
-        "unit": metric.unit,
-        "ts": micros(moment),
-        "visitor_id": metric.visitor_id,
-        "session_id": metric.session_id,
-        "url": metric.url,
-        "tags": orjson.dumps(metric.tags).decode(),
-        **common_columns(ctx),
-        "date": moment.astimezone(UTC).date().isoformat(),
-    }
