@@ -81,7 +81,7 @@ async def record_consent(
         subject=f"{caller.site['id']}:{subject}",
     )
     with headers_on_errors(headers):
-        result = await service.record_consent(ingest, caller, raw)
+        result = await service.record_consent(ingest, caller=caller, raw=raw)
     if result.duplicate:
         response.status_code = 200
     return result

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from api.public.guard import PublicCaller
 
 
-async def record_consent(ingest: Ingest, caller: PublicCaller, raw: Any) -> ConsentResult:
+async def record_consent(ingest: Ingest, *, caller: PublicCaller, raw: Any) -> ConsentResult:
     """Validate one consent record and append it durably; `duplicate` when its `consentId` was
     already received (stored once)."""
     try:

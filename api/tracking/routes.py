@@ -154,7 +154,7 @@ async def orders(
         subject=f"{caller.site['id']}:{visitor}",
     )
     with headers_on_errors(headers):
-        return await service.accept_order(ingest, raw, service.context(caller, sent_at=None))
+        return await service.accept_order(ingest, raw=raw, ctx=service.context(caller, sent_at=None))
 
 
 @public.post(
@@ -182,7 +182,7 @@ async def metrics(
     )
     with headers_on_errors(headers):
         return await service.accept_metrics(
-            ingest, batch.metrics, service.context(caller, sent_at=batch.sent_at)
+            ingest, metrics=batch.metrics, ctx=service.context(caller, sent_at=batch.sent_at)
         )
 
 
@@ -212,7 +212,7 @@ async def identify(
         subject=f"{caller.site['id']}:{body.visitor_id}",
     )
     with headers_on_errors(headers):
-        return await service.identify(ingest, store, caller, body)
+        return await service.identify(ingest, store, caller=caller, body=body)
 
 
 # --- private tracking (Bearer; the site named in the body) -------------------------------------------
@@ -243,7 +243,7 @@ async def track(
     site = await service.owned_site(store, organization_id=principal.organization_id, site_id=site_id)
     if "event" in event and len(event) == 1:  # the nested form
         event = event["event"]
-    return await service.track_events(ingest, [event], site=site, sent_at=None)
+    return await service.track_events(ingest, events=[event], site=site, sent_at=None)
 
 
 @private.post(
@@ -259,7 +259,7 @@ async def track_batch(
 ) -> BatchResult:
     batch = TrackBatchIn.model_validate(await read_json(request))
     site = await service.owned_site(store, organization_id=principal.organization_id, site_id=batch.site_id)
-    return await service.track_events(ingest, batch.events, site=site, sent_at=batch.sent_at)
+    return await service.track_events(ingest, events=batch.events, site=site, sent_at=batch.sent_at)
 
 
 @private.post(
@@ -275,4 +275,4 @@ async def track_order(
 ) -> OrderResult:
     site_id, order = await _site_id_and_body(request, what="order")
     site = await service.owned_site(store, organization_id=principal.organization_id, site_id=site_id)
-    return await service.accept_order(ingest, order, service.private_context(site, sent_at=None))
+    return await service.accept_order(ingest, raw=order, ctx=service.private_context(site, sent_at=None))

@@ -126,7 +126,7 @@ class EventBatches:
 # --- orders ----------------------------------------------------------------------------------------
 
 
-async def accept_order(ingest: Ingest, raw: Any, ctx: Context) -> OrderResult:
+async def accept_order(ingest: Ingest, *, raw: Any, ctx: Context) -> OrderResult:
     try:
         row = ingest.order(raw, ctx)
     except Rejected as exc:
@@ -145,14 +145,16 @@ async def accept_order(ingest: Ingest, raw: Any, ctx: Context) -> OrderResult:
 # --- metrics -------------------------------------------------------------------------------------
 
 
-async def accept_metrics(ingest: Ingest, metrics: list[Any], ctx: Context) -> BatchResult:
+async def accept_metrics(ingest: Ingest, *, metrics: list[Any], ctx: Context) -> BatchResult:
     return await durably(ingest.accept_metrics(metrics, ctx))
 
 
 # --- identify --------------------------------------------------------------------------------------
 
 
-async def identify(ingest: Ingest, store: ConfigStore, caller: PublicCaller, body: IdentifyIn) -> IdentifyOut:
+async def identify(
+    ingest: Ingest, store: ConfigStore, *, caller: PublicCaller, body: IdentifyIn
+) -> IdentifyOut:
     """Store the identify event, then link the visitor to the user; `merged` when the link is new and
     the visitor had none to another user."""
     session = body.session_id or f"identify:{body.visitor_id}"[:128]
@@ -191,6 +193,6 @@ async def owned_site(store: ConfigStore, *, organization_id: str, site_id: str) 
 
 
 async def track_events(
-    ingest: Ingest, events: list[Any], *, site: Site, sent_at: datetime | None
+    ingest: Ingest, *, events: list[Any], site: Site, sent_at: datetime | None
 ) -> BatchResult:
     return await durably(ingest.accept_events(events, private_context(site, sent_at=sent_at)))
