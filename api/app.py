@@ -13,6 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from aisle.gc_tuning import tune_for_serving
 from aisle.settings import Settings
 from api import openapi_bodies
+from api.admin.routes import router as admin_router
 from api.analytics.attribution.routes import router as attribution_router
 from api.analytics.categories.routes import router as categories_router
 from api.analytics.cohorts.routes import router as cohorts_router
@@ -33,18 +34,18 @@ from api.auth.routes import router as auth_router
 from api.body_limit import BodyLimit
 from api.errors import ERROR_RESPONSE_SCHEMA, install_error_handlers
 from api.head_requests import HeadAsGet
+from api.health.routes import router as health_router
 from api.hot_path import AisleApp, HotPath
-from api.ingest_routes import accept_event_batch
-from api.ingest_routes import private as tracking_router
-from api.ingest_routes import public as public_ingest_router
 from api.media_type import json_bodies_only
 from api.observability import BatchWorkerMetrics, Metrics, RequestObserver, configure_logging
-from api.public.consent import router as public_consent_router
 from api.public.cors import PublicCors
+from api.public.routes import CONSENT_PATH
 from api.public.routes import router as public_router
-from api.routes.admin import router as admin_router
-from api.routes.health import router as health_router
 from api.sites.routes import router as sites_router
+from api.tracking.routes import accept_event_batch
+from api.tracking.routes import private as tracking_router
+from api.tracking.routes import public as public_ingest_router
+from api.tracking.service import EventBatches
 from ingest.batch_worker import BatchWorkers
 from ingest.lake_readers import ReaderPresence
 from ingest.service import Ingest
@@ -94,8 +95,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if presence is not None:
             presence.start()
         ingest.start()
-        if app.state.batch_workers is not None:
-            await app.state.batch_workers.start()
+        if batch_workers is not None:
+            await batch_workers.start()
         scheduler = None
         if ingest.flush_in_background:
             scheduler = start_scheduler(
@@ -109,8 +110,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
-            if app.state.batch_workers is not None:
-                await app.state.batch_workers.stop()
+            if batch_workers is not None:
+                await batch_workers.stop()
             if scheduler is not None:
                 scheduler.shutdown(wait=True)
             ingest.stop()
@@ -132,13 +133,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         dependencies=[Depends(json_bodies_only)],
         responses={400: ERROR_RESPONSE_SCHEMA, 401: ERROR_RESPONSE_SCHEMA, 403: ERROR_RESPONSE_SCHEMA},
     )
+    hot = open_hot_state(settings.redis_url)
+    batch_workers = BatchWorkers(settings.event_batch_workers) if settings.event_batch_workers else None
+    event_batches = EventBatches(
+        store=store, ingest=ingest, workers=batch_workers, hot=hot, settings=settings
+    )
+    # What the typed dependencies of `api.deps` hand the routes (and what tests reach for).
     app.state.settings = settings
     app.state.store = store
-    app.state.hot = open_hot_state(settings.redis_url)
+    app.state.hot = hot
     app.state.ingest = ingest
-    app.state.batch_workers = (
-        BatchWorkers(settings.event_batch_workers) if settings.event_batch_workers else None
-    )
+    app.state.batch_workers = batch_workers
+    app.state.event_batches = event_batches
     app.state.engine = engine
     app.state.sql_sandbox = Sandbox(
         memory_limit=settings.sql_memory_limit,
@@ -150,11 +156,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     metrics = Metrics()
     app.state.metrics = metrics
-    if app.state.batch_workers is not None:
-        metrics.registry.register(BatchWorkerMetrics(app.state.batch_workers))
+    if batch_workers is not None:
+        metrics.registry.register(BatchWorkerMetrics(batch_workers))
 
     install_error_handlers(app)
-    # Routes are matched in order: the storefront's ingest routes, by far the busiest, come first.
+    # Routes are matched in order: the storefront's routes, ingestion by far the busiest, come first.
     # Funnel definitions come before funnels so `/funnels/definitions/...` is never read as a site id.
     for router in (
         public_ingest_router,
@@ -171,7 +177,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         overview_router,
         site_events_router,
         sql_router,
-        public_consent_router,
         consent_router,
         revenue_router,
         attribution_router,
@@ -195,9 +200,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # inflated, 50 MiB); every other body is held to one limit. Inside the CORS and request-log layers,
     # so its 413 is readable by a storefront and logged like any answer.
     own_limits = [
-        f"{API_PREFIX}{route.path}"
-        for router in (public_ingest_router, public_consent_router, tracking_router)
-        for route in router.routes
+        *(
+            f"{API_PREFIX}{route.path}"
+            for router in (public_ingest_router, tracking_router)
+            for route in router.routes
+        ),
+        f"{API_PREFIX}{public_router.prefix}{CONSENT_PATH}",
     ]
     app.add_middleware(HeadAsGet)
     app.add_middleware(
@@ -211,7 +219,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app,
         prefix=f"{PUBLIC_PREFIX}sites/",
         suffix="/events/batch",
-        endpoint=accept_event_batch,
+        endpoint=partial(accept_event_batch, event_batches),
         metrics=metrics,
     )
     return app

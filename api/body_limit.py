@@ -2,7 +2,7 @@
 
 FastAPI reads a JSON body whole before validating it, so without a limit an anonymous caller could make
 any route with a body (``POST /auth/register`` among them) hold hundreds of megabytes. The ingestion
-routes read their bodies themselves with limits of their own (``api.ingest_body``); the storefront's
+routes read their bodies themselves with limits of their own (``api.tracking.body``); the storefront's
 events batch does not even pass through the middleware stack (``api.hot_path``).
 """
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -13,14 +12,18 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from aisle.settings import Settings
 from api.auth import mfa, tokens
 from api.auth.permissions import SITES_READ, SITES_WRITE, permissions_for
-from api.errors import BadRequest, Forbidden, Unauthorized
+from api.errors import Forbidden, Unauthorized
 from api.schemas import SITE_ID_FORMAT
+from api.sites.service import canonical_site_id as canonical_site_id
+from api.sites.service import get_owned
+from api.sites.service import site_access_denied as site_access_denied
 from api.throttle import GuessThrottle
+from api.tracking.service import EventBatches
 from ingest.batch_worker import BatchWorkers
 from ingest.service import Ingest
 from jobs.mail import Outbox
 from queries.adhoc.sandbox import Sandbox
-from warehouse.config_store import refresh_tokens, sites, users
+from warehouse.config_store import refresh_tokens, users
 from warehouse.config_store.sites import Site
 from warehouse.config_store.store import ConfigStore
 from warehouse.engine import Engine
@@ -60,6 +63,10 @@ async def _outbox(request: Request) -> Outbox:
     return request.app.state.outbox
 
 
+async def _event_batches(request: Request) -> EventBatches:
+    return request.app.state.event_batches
+
+
 SettingsDep = Annotated[Settings, Depends(_settings)]
 ConfigStoreDep = Annotated[ConfigStore, Depends(_store)]
 # DuckDB over the lake: what `queries` functions run on.
@@ -69,6 +76,8 @@ BatchWorkersDep = Annotated[BatchWorkers | None, Depends(_batch_workers)]
 SqlSandboxDep = Annotated[Sandbox, Depends(_sql_sandbox)]
 HotStateDep = Annotated[HotState, Depends(_hot)]
 OutboxDep = Annotated[Outbox, Depends(_outbox)]
+# What the storefront's events batch needs (the hot path is handed the same object by the app factory).
+EventBatchesDep = Annotated[EventBatches, Depends(_event_batches)]
 
 
 async def client_address(request: Request) -> str:
@@ -171,28 +180,9 @@ def _platform_admin(principal: CurrentUser) -> Principal:
 PlatformAdmin = Annotated[Principal, Depends(_platform_admin)]
 
 
-def canonical_site_id(site_id: str) -> str:
-    """The stored spelling of a site id (lowercase, hyphenated), so `ABCD...` finds the site `abcd...`;
-    anything that is not a UUID is a malformed request rather than a site the caller cannot see."""
-    try:
-        return str(uuid.UUID(site_id))
-    except ValueError:
-        raise BadRequest(f"Site id '{site_id[:64]}' is not a UUID", code="INVALID_SITE_ID") from None
-
-
-def site_access_denied() -> Forbidden:
-    """The answer for an unknown or a foreign site (also `aisle sql`'s for an unknown one)."""
-    return Forbidden("You do not have access to this site", code="SITE_ACCESS_DENIED")
-
-
 def load_owned_site(store: ConfigStore, principal: Principal, site_id: str) -> Site:
-    """The site, if the caller's organisation owns it. Unknown and foreign sites both answer 403,
-    so ids of other tenants cannot be probed. Site ids are UUIDs, read in any of their spellings."""
-    with store.connect() as conn:
-        site = sites.get(conn, site_id=canonical_site_id(site_id))
-    if site is None or site["organization_id"] != principal.organization_id:
-        raise site_access_denied()
-    return site
+    """The site, if the caller's organisation owns it (``api.sites.service.get_owned``)."""
+    return get_owned(store, organization_id=principal.organization_id, site_id=site_id)
 
 
 def _site_reader(permission: str, param: str):

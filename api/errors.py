@@ -41,11 +41,6 @@ class BadRequest(AppError):
     code = "BAD_REQUEST"
 
 
-class ValidationFailed(AppError):
-    status_code = 400
-    code = "VALIDATION_FAILED"
-
-
 class Unauthorized(AppError):
     status_code = 401
     code = "UNAUTHORIZED"

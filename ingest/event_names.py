@@ -53,7 +53,3 @@ EVENT_FAMILIES: dict[str, tuple[str, ...]] = {
 }
 
 CANONICAL_EVENT_NAMES: frozenset[str] = frozenset(n for names in EVENT_FAMILIES.values() for n in names)
-
-
-def is_canonical(name: str) -> bool:
-    return name in CANONICAL_EVENT_NAMES

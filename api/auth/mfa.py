@@ -8,13 +8,15 @@ import unicodedata
 from typing import Any
 
 import pyotp
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from aisle.settings import Settings
 from api.auth import tokens
+from api.auth.schemas import MfaSetup, MfaStatus
 from api.errors import BadRequest, Conflict
 from api.throttle import GuessThrottle, Limit
 from warehouse.config_store import backup_codes, users
+from warehouse.config_store.store import ConfigStore
 from warehouse.hotstate import HotState
 
 ISSUER_NAME = "Aisle"
@@ -83,7 +85,7 @@ def _new_backup_codes(conn: Connection, *, user_id: str) -> list[str]:
     return codes
 
 
-def setup(store: Engine, *, user_id: str) -> dict[str, str]:
+def setup(store: ConfigStore, *, user_id: str) -> MfaSetup:
     with store.begin() as conn:
         user = users.get(conn, user_id=user_id)
         if user["mfa_enabled"]:
@@ -91,14 +93,14 @@ def setup(store: Engine, *, user_id: str) -> dict[str, str]:
         secret = pyotp.random_base32()
         users.update_fields(conn, user_id=user_id, mfa_secret=secret, mfa_last_timestep=None)
     uri = pyotp.TOTP(secret).provisioning_uri(name=user["email"], issuer_name=ISSUER_NAME)
-    return {"secret": secret, "otpauth_uri": uri}
+    return MfaSetup(secret=secret, otpauth_uri=uri)
 
 
 # The logged-in routes below take the account's ``guess_throttle``: a stolen access token must not
 # buy unlimited guesses at a code either.
 
 
-def verify(store: Engine, guesses: GuessThrottle, *, user_id: str, code: str) -> bool:
+def verify(store: ConfigStore, guesses: GuessThrottle, *, user_id: str, code: str) -> bool:
     with store.begin() as conn:
         user = users.get(conn, user_id=user_id)
         if not user["mfa_secret"]:
@@ -113,7 +115,7 @@ def verify(store: Engine, guesses: GuessThrottle, *, user_id: str, code: str) ->
     return valid
 
 
-def enable(store: Engine, guesses: GuessThrottle, *, user_id: str, code: str) -> list[str]:
+def enable(store: ConfigStore, guesses: GuessThrottle, *, user_id: str, code: str) -> list[str]:
     with store.begin() as conn:
         user = users.get(conn, user_id=user_id)
         if user["mfa_enabled"]:
@@ -129,7 +131,7 @@ def enable(store: Engine, guesses: GuessThrottle, *, user_id: str, code: str) ->
     return codes
 
 
-def disable(store: Engine, guesses: GuessThrottle, *, user_id: str, code: str) -> None:
+def disable(store: ConfigStore, guesses: GuessThrottle, *, user_id: str, code: str) -> None:
     with store.begin() as conn:
         user = users.get(conn, user_id=user_id)
         if not user["mfa_enabled"]:
@@ -142,7 +144,9 @@ def disable(store: Engine, guesses: GuessThrottle, *, user_id: str, code: str) -
     guesses.forget()
 
 
-def regenerate_backup_codes(store: Engine, guesses: GuessThrottle, *, user_id: str, code: str) -> list[str]:
+def regenerate_backup_codes(
+    store: ConfigStore, guesses: GuessThrottle, *, user_id: str, code: str
+) -> list[str]:
     with store.begin() as conn:
         user = users.get(conn, user_id=user_id)
         if not user["mfa_enabled"]:
@@ -155,8 +159,8 @@ def regenerate_backup_codes(store: Engine, guesses: GuessThrottle, *, user_id: s
     return codes
 
 
-def status(store: Engine, *, user_id: str) -> dict[str, Any]:
+def status(store: ConfigStore, *, user_id: str) -> MfaStatus:
     with store.connect() as conn:
         user = users.get(conn, user_id=user_id)
         remaining = len(backup_codes.list_unused(conn, user_id=user_id)) if user["mfa_enabled"] else 0
-    return {"enabled": bool(user["mfa_enabled"]), "backupCodesRemaining": remaining}
+    return MfaStatus(enabled=bool(user["mfa_enabled"]), backup_codes_remaining=remaining)

@@ -26,6 +26,7 @@ from api.auth.schemas import (
     VerifyEmailBody,
     VerifyMfaLoginBody,
     user_out,
+    verification_status_of,
 )
 from api.deps import (
     ClientAddress,
@@ -39,7 +40,6 @@ from api.deps import (
 from api.errors import error_response
 from api.schemas import Ok
 from api.throttle import Limit, headers_on_errors, throttle
-from warehouse.config_store import users
 
 router = APIRouter(prefix="/auth", tags=["auth"])
 
@@ -159,14 +159,14 @@ def revoke(body: RevokeBody, store: ConfigStoreDep, principal: CurrentUser) -> O
 
 @router.get("/me", response_model=UserOut)
 def me(store: ConfigStoreDep, principal: CurrentUser) -> UserOut:
-    with store.connect() as conn:
-        return user_out(users.get(conn, user_id=principal.user_id))
+    """The caller's account."""
+    return user_out(service.get_user(store, user_id=principal.user_id))
 
 
 @router.post("/mfa/setup", response_model=MfaSetup, responses=MFA_ALREADY_ENABLED)
 def mfa_setup(store: ConfigStoreDep, principal: CurrentUser) -> MfaSetup:
     """Start MFA: a new TOTP secret and its otpauth URI (for a QR code). Not active until enabled."""
-    return MfaSetup(**mfa.setup(store, user_id=principal.user_id))
+    return mfa.setup(store, user_id=principal.user_id)
 
 
 # Routes that check a code count wrong ones against the account, as the login's MFA step does:
@@ -215,8 +215,8 @@ def mfa_regenerate(
 
 @router.get("/mfa/status", response_model=MfaStatus)
 def mfa_status(store: ConfigStoreDep, principal: CurrentUser) -> MfaStatus:
-    result = mfa.status(store, user_id=principal.user_id)
-    return MfaStatus(enabled=result["enabled"], backup_codes_remaining=result["backupCodesRemaining"])
+    """Whether MFA is on, and how many unused backup codes remain."""
+    return mfa.status(store, user_id=principal.user_id)
 
 
 @router.get("/csrf", response_model=CsrfToken)
@@ -232,8 +232,7 @@ def csrf(response: Response) -> CsrfToken:
 def verify_email(body: VerifyEmailBody, store: ConfigStoreDep, settings: SettingsDep) -> VerificationStatus:
     """Confirm an e-mail address with the signed, expiring token from the verification e-mail.
     Invalid or expired tokens answer 400."""
-    user = service.verify_email(store, settings, token=body.token)
-    return VerificationStatus(email=user["email"], email_verified=True)
+    return verification_status_of(service.verify_email(store, settings, token=body.token))
 
 
 @router.post("/resend-verification", response_model=Ok, status_code=202, responses=THROTTLED)
@@ -247,15 +246,11 @@ def resend_verification(
 ) -> Ok:
     """Send the verification e-mail again. Answers 202 whether or not the address has an account."""
     throttle(hot, response, limit=Limit("resend-verification", 5, 3600), subject=body.email.lower())
-    with store.connect() as conn:
-        user = users.get_by_email(conn, email=body.email)
-    if user is not None and user["email_verified_at"] is None:
-        service.send_verification_email(settings, outbox, user=user)
+    service.resend_verification(store, settings, outbox, email=body.email)
     return Ok()
 
 
 @router.get("/verification-status", response_model=VerificationStatus)
 def verification_status(store: ConfigStoreDep, principal: CurrentUser) -> VerificationStatus:
-    with store.connect() as conn:
-        user = users.get(conn, user_id=principal.user_id)
-    return VerificationStatus(email=user["email"], email_verified=user["email_verified_at"] is not None)
+    """Whether the caller's e-mail address is confirmed."""
+    return verification_status_of(service.get_user(store, user_id=principal.user_id))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from email_validator import SPECIAL_USE_DOMAIN_NAMES
 from pydantic import EmailStr, Field, WithJsonSchema
@@ -125,7 +125,7 @@ class CsrfToken(CamelModel):
     csrf_token: str
 
 
-def user_out(user: dict) -> UserOut:
+def user_out(user: dict[str, Any]) -> UserOut:
     return UserOut(
         id=user["id"],
         email=user["email"],
@@ -136,3 +136,7 @@ def user_out(user: dict) -> UserOut:
         email_verified=user["email_verified_at"] is not None,
         mfa_enabled=bool(user["mfa_enabled"]),
     )
+
+
+def verification_status_of(user: dict[str, Any]) -> VerificationStatus:
+    return VerificationStatus(email=user["email"], email_verified=user["email_verified_at"] is not None)

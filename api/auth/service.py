@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Engine
-
 from aisle.settings import Settings
 from api.auth import mfa, tokens
 from api.auth.passwords import hash_password, verify_password
@@ -18,7 +16,7 @@ from api.errors import BadRequest, Conflict, TooManyRequests, Unauthorized
 from api.throttle import Limit, rate_limit_headers
 from jobs.mail import Outbox
 from warehouse.config_store import activity, organizations, refresh_tokens, users
-from warehouse.config_store.store import utcnow
+from warehouse.config_store.store import ConfigStore, utcnow
 from warehouse.hotstate import HotState
 
 
@@ -30,7 +28,7 @@ class TokenPair:
 
 
 def register(
-    store: Engine,
+    store: ConfigStore,
     settings: Settings,
     outbox: Outbox,
     *,
@@ -57,7 +55,7 @@ def register(
 
 
 def create_user(
-    store: Engine,
+    store: ConfigStore,
     *,
     email: str,
     password: str,
@@ -119,7 +117,9 @@ def check_login_throttle(hot: HotState, settings: Settings, *, email: str, addre
     return headers
 
 
-def login(store: Engine, settings: Settings, hot: HotState, *, email: str, password: str) -> TokenPair | str:
+def login(
+    store: ConfigStore, settings: Settings, hot: HotState, *, email: str, password: str
+) -> TokenPair | str:
     """Tokens, or an MFA challenge token when the account has MFA on. Failures count against the
     account (see ``check_login_throttle``)."""
     email = email.lower()
@@ -141,7 +141,7 @@ def login(store: Engine, settings: Settings, hot: HotState, *, email: str, passw
 
 
 def verify_mfa_login(
-    store: Engine, settings: Settings, hot: HotState, *, challenge_token: str, code: str
+    store: ConfigStore, settings: Settings, hot: HotState, *, challenge_token: str, code: str
 ) -> TokenPair:
     """Tokens for a challenge and a right TOTP or backup code. Wrong codes count against the account
     (``mfa.guess_throttle``), not the challenge, so fresh challenges do not buy fresh guesses. A
@@ -175,7 +175,7 @@ def _challenge_used() -> Unauthorized:
 
 
 def issue_session(
-    store: Engine, settings: Settings, *, user: dict[str, Any], family_id: str | None = None
+    store: ConfigStore, settings: Settings, *, user: dict[str, Any], family_id: str | None = None
 ) -> TokenPair:
     refresh = tokens.new_refresh_token()
     family_id = family_id or str(uuid.uuid4())
@@ -206,7 +206,7 @@ def _refresh_record(conn, refresh_token: str) -> dict[str, Any]:
     return record
 
 
-def refresh(store: Engine, settings: Settings, *, refresh_token: str) -> TokenPair:
+def refresh(store: ConfigStore, settings: Settings, *, refresh_token: str) -> TokenPair:
     with store.begin() as conn:
         record = _refresh_record(conn, refresh_token)
         if record["revoked_at"] is not None:
@@ -229,14 +229,14 @@ def refresh(store: Engine, settings: Settings, *, refresh_token: str) -> TokenPa
     return issue_session(store, settings, user=user, family_id=record["family_id"])
 
 
-def logout(store: Engine, *, refresh_token: str) -> None:
+def logout(store: ConfigStore, *, refresh_token: str) -> None:
     """Ends the session the token belongs to (its whole rotation family)."""
     with store.begin() as conn:
         record = _refresh_record(conn, refresh_token)
         refresh_tokens.revoke_family(conn, family_id=record["family_id"])
 
 
-def revoke(store: Engine, *, refresh_token: str, user_id: str | None, everywhere: bool) -> None:
+def revoke(store: ConfigStore, *, refresh_token: str, user_id: str | None, everywhere: bool) -> None:
     with store.begin() as conn:
         record = _refresh_record(conn, refresh_token)
         if user_id is not None and record["user_id"] != user_id:
@@ -245,6 +245,24 @@ def revoke(store: Engine, *, refresh_token: str, user_id: str | None, everywhere
             refresh_tokens.revoke_all_for_user(conn, user_id=record["user_id"])
         else:
             refresh_tokens.revoke_family(conn, family_id=record["family_id"])
+
+
+def get_user(store: ConfigStore, *, user_id: str) -> dict[str, Any]:
+    """The account of a signed-in caller (one deleted since its token was checked: 401)."""
+    with store.connect() as conn:
+        user = users.get(conn, user_id=user_id)
+    if user is None:
+        raise Unauthorized("The account no longer exists", code="TOKEN_INVALID")
+    return user
+
+
+def resend_verification(store: ConfigStore, settings: Settings, outbox: Outbox, *, email: str) -> None:
+    """The verification e-mail again, when ``email`` has an account not yet verified; nothing
+    otherwise, and the caller cannot tell which (addresses with accounts are not to be probed)."""
+    with store.connect() as conn:
+        user = users.get_by_email(conn, email=email)
+    if user is not None and user["email_verified_at"] is None:
+        send_verification_email(settings, outbox, user=user)
 
 
 def send_verification_email(settings: Settings, outbox: Outbox, *, user: dict[str, Any]) -> None:
@@ -267,7 +285,7 @@ def send_verification_email(settings: Settings, outbox: Outbox, *, user: dict[st
     )
 
 
-def verify_email(store: Engine, settings: Settings, *, token: str) -> dict[str, Any]:
+def verify_email(store: ConfigStore, settings: Settings, *, token: str) -> dict[str, Any]:
     claims = tokens.read(settings.signing_key, token, kind="email_verify", error=BadRequest)
     with store.begin() as conn:
         user = users.get(conn, user_id=claims["sub"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import urlparse
 
 from fastapi import Depends, Path, Request
@@ -14,6 +14,8 @@ from api.errors import BadRequest, Forbidden, NotFound, ServiceUnavailable, Unau
 from api.sites import keys
 from api.store_io import off_loop
 from warehouse.config_store import organizations, site_cache
+from warehouse.config_store.sites import Site
+from warehouse.config_store.store import ConfigStore
 
 API_KEY_HEADER = "x-aisle-api-key"
 PLATFORM_HEADER = "x-aisle-client-platform"
@@ -32,7 +34,7 @@ MAX_CLIENT_HEADER_LENGTH = 64
 
 @dataclass(frozen=True)
 class PublicCaller:
-    site: dict[str, Any]
+    site: Site
     channel: str  # "web" (origin matched) or "mobile" (API key)
     api_key_id: str | None
     client_platform: str | None
@@ -59,7 +61,7 @@ def required_scope(method: str) -> str:
     return "mobile_read" if method.upper() in READ_METHODS else "mobile_write"
 
 
-def _check_mobile_key(request: Request, store, site: dict[str, Any]) -> str:
+def _check_mobile_key(request: Request, store: ConfigStore, site: Site) -> str:
     scope = required_scope(request.method)
     presented = request.headers.get(API_KEY_HEADER)
     if not presented:

@@ -22,12 +22,13 @@ from api.deps import (
 )
 from api.errors import error_response
 from api.schemas import Ok
-from api.sites import keys, service
+from api.sites import service
 from api.sites.schemas import (
     AdminSiteUpdate,
     ApiKeyCreate,
     ApiKeyOut,
     ApiKeyWithSecret,
+    FeedsSummary,
     SiteCreate,
     SiteOut,
     SiteStats,
@@ -35,7 +36,6 @@ from api.sites.schemas import (
     VerifyResult,
 )
 from api.sites.tracking_config import TrackerConfig
-from warehouse.config_store import api_keys
 
 router = APIRouter(tags=["sites"])
 
@@ -43,28 +43,26 @@ router = APIRouter(tags=["sites"])
 @router.post("/sites", status_code=201, response_model=SiteOut, dependencies=[require(SITES_WRITE)])
 def create_site(body: SiteCreate, store: ConfigStoreDep, principal: CurrentUser) -> SiteOut:
     """Create a site in the caller's organisation. It accepts public traffic once its domain is verified."""
-    site = service.create(
+    return service.create(
         store, organization_id=principal.organization_id, user_id=principal.user_id, body=body
     )
-    return service.site_out(site)
 
 
 @router.get("/sites", response_model=list[SiteOut])
 def list_sites(store: ConfigStoreDep, principal: CurrentUser) -> list[SiteOut]:
-    return [
-        service.site_out(s)
-        for s in service.list_for_organization(store, organization_id=principal.organization_id)
-    ]
+    """The sites of the caller's organisation, oldest first."""
+    return service.list_for_organization(store, organization_id=principal.organization_id)
 
 
-@router.get("/sites/feeds-summary")
-def feeds_summary(store: ConfigStoreDep, principal: CurrentUser) -> dict[str, Any]:
+@router.get("/sites/feeds-summary", response_model=FeedsSummary)
+def feeds_summary(store: ConfigStoreDep, principal: CurrentUser) -> FeedsSummary:
     """Which of the organisation's sites accept runtime traffic, and what blocks the others."""
     return service.feeds_summary(store, organization_id=principal.organization_id)
 
 
 @router.get("/sites/{id}", response_model=SiteOut)
 def get_site(site: ReadableSite) -> SiteOut:
+    """One site of the caller's organisation."""
     return service.site_out(site)
 
 
@@ -73,17 +71,19 @@ def update_site(
     body: SiteUpdate, site: WritableSite, store: ConfigStoreDep, principal: CurrentUser
 ) -> SiteOut:
     """Partial update. Changing the domain clears verification."""
-    return service.site_out(service.update(store, site=site, user_id=principal.user_id, body=body))
+    return service.update(store, site=site, user_id=principal.user_id, body=body)
 
 
 @router.delete("/sites/{id}", response_model=Ok)
 def delete_site(site: WritableSite, store: ConfigStoreDep, principal: CurrentUser) -> Ok:
+    """Delete the site (its API keys and settings with it)."""
     service.delete(store, site=site, user_id=principal.user_id)
     return Ok()
 
 
 @router.get("/sites/{id}/stats", response_model=SiteStats)
 def site_stats(site: ReadableSite, store: ConfigStoreDep) -> SiteStats:
+    """Verification, API keys and tracking modules of the site, at a glance."""
     return service.stats(store, site=site)
 
 
@@ -91,18 +91,12 @@ def site_stats(site: ReadableSite, store: ConfigStoreDep) -> SiteStats:
 def verify_domain(site: WritableSite, store: ConfigStoreDep, settings: SettingsDep) -> VerifyResult:
     """Look for `aisle-verification=<token>` as a TXT record on `_aisle-verification.<domain>` (or the
     domain itself), then for the token in `https://<domain>/.well-known/aisle-verification.txt`."""
-    site, checks = service.verify_domain(store, settings, site=site)
-    passed = next((c for c in checks if c["ok"]), None)
-    return VerifyResult(
-        verified=bool(site["is_verified"]),
-        method=passed["method"] if passed else None,
-        checks=checks,
-        site=service.site_out(site),
-    )
+    return service.verify_domain(store, settings, site=site)
 
 
 @router.get("/sites/{id}/tracking-config", response_model=TrackerConfig)
 def get_tracking_config(site: ReadableSite) -> TrackerConfig:
+    """The tracker configuration the site's storefront runs with."""
     return service.tracking_config(site)
 
 
@@ -135,19 +129,13 @@ def put_tracking_config(
 def admin_update_site(id: str, body: AdminSiteUpdate, store: ConfigStoreDep, admin: PlatformAdmin) -> SiteOut:
     """Platform administrators only: update any site, including `isVerified`."""
     site = service.get_for_admin(store, site_id=id)
-    return service.site_out(service.update(store, site=site, user_id=admin.user_id, body=body))
-
-
-def _key_out(record: dict[str, Any], secret: str | None = None) -> ApiKeyOut:
-    fields = {k: record[k] for k in ApiKeyOut.model_fields if k in record}
-    fields["status"] = "revoked" if record["revoked_at"] else "active"
-    return ApiKeyWithSecret(**fields, key=secret) if secret else ApiKeyOut(**fields)
+    return service.update(store, site=site, user_id=admin.user_id, body=body)
 
 
 @router.get("/sites/{siteId}/public-api-keys", response_model=list[ApiKeyOut], tags=["public-api-keys"])
 def list_keys(site: ReadableSiteById, store: ConfigStoreDep) -> list[ApiKeyOut]:
-    with store.connect() as conn:
-        return [_key_out(r) for r in api_keys.list_for_site(conn, site_id=site["id"])]
+    """The site's mobile runtime keys, revoked ones included; never their secrets."""
+    return service.list_keys(store, site=site)
 
 
 @router.post(
@@ -156,10 +144,9 @@ def list_keys(site: ReadableSiteById, store: ConfigStoreDep) -> list[ApiKeyOut]:
     response_model=ApiKeyWithSecret,
     tags=["public-api-keys"],
 )
-def create_key(body: ApiKeyCreate, site: WritableSiteById, store: ConfigStoreDep) -> ApiKeyOut:
+def create_key(body: ApiKeyCreate, site: WritableSiteById, store: ConfigStoreDep) -> ApiKeyWithSecret:
     """A mobile runtime key with `mobile_read` and/or `mobile_write`; the secret is in `key`, shown once."""
-    record, secret = keys.create(store, site_id=site["id"], name=body.name, scopes=body.scopes)
-    return _key_out(record, secret)
+    return service.create_key(store, site=site, name=body.name, scopes=body.scopes)
 
 
 _NO_SUCH_KEY = {404: error_response("No such key on this site (API_KEY_NOT_FOUND).")}
@@ -174,10 +161,9 @@ _NO_SUCH_KEY = {404: error_response("No such key on this site (API_KEY_NOT_FOUND
         409: error_response("The key was revoked (API_KEY_REVOKED); create a new one."),
     },
 )
-def rotate_key(keyId: str, site: WritableSiteById, store: ConfigStoreDep) -> ApiKeyOut:
+def rotate_key(keyId: str, site: WritableSiteById, store: ConfigStoreDep) -> ApiKeyWithSecret:
     """New secret for the key (shown once); the old secret stops working at once."""
-    record, secret = keys.rotate(store, site_id=site["id"], key_id=keyId)
-    return _key_out(record, secret)
+    return service.rotate_key(store, site=site, key_id=keyId)
 
 
 @router.post(
@@ -188,4 +174,4 @@ def rotate_key(keyId: str, site: WritableSiteById, store: ConfigStoreDep) -> Api
 )
 def revoke_key(keyId: str, site: WritableSiteById, store: ConfigStoreDep) -> ApiKeyOut:
     """Revoked keys never work again."""
-    return _key_out(keys.revoke(store, site_id=site["id"], key_id=keyId))
+    return service.revoke_key(store, site=site, key_id=keyId)

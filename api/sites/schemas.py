@@ -164,11 +164,36 @@ class SiteStats(CamelModel):
     created_at: datetime
 
 
+class VerificationCheck(CamelModel):
+    method: Literal["dns", "http"] | None = Field(description="None when the site was verified already.")
+    ok: bool
+    detail: str
+
+
 class VerifyResult(CamelModel):
     verified: bool
     method: Literal["dns", "http"] | None
-    checks: list[dict[str, Any]]
+    checks: list[VerificationCheck] = Field(description="In the order tried; DNS first.")
     site: SiteOut
+
+
+class SiteFeed(CamelModel):
+    site_id: str
+    name: str
+    domain: str
+    site_key: str
+    currency: str
+    is_verified: bool
+    accepts_events: bool
+    blockers: list[Literal["DOMAIN_NOT_VERIFIED"]] = Field(
+        description="What keeps the site's runtime feed shut."
+    )
+
+
+class FeedsSummary(CamelModel):
+    total_sites: int
+    verified_sites: int
+    sites: list[SiteFeed]
 
 
 class ApiKeyCreate(StrictCamelModel):
