@@ -15,31 +15,9 @@ API = Path(__file__).resolve().parents[2] / "api"
 # Only these read the application's state: the typed dependencies hand it on from there.
 READS_APP_STATE = {"app.py", "deps.py"}
 
-# The analytics areas are being reshaped into `api/analytics/<area>/routes.py`; until they are, their flat
-# route modules are left out of the checks below, each by name. Remove a name once its area is shaped.
-UNSHAPED_ROUTE_MODULES = {
-    "analytics/attribution.py",
-    "analytics/categories.py",
-    "analytics/cohorts.py",
-    "analytics/consent.py",
-    "analytics/correlations.py",
-    "analytics/funnel_definitions.py",
-    "analytics/funnels.py",
-    "analytics/journeys.py",
-    "analytics/overview.py",
-    "analytics/products.py",
-    "analytics/revenue.py",
-    "analytics/search.py",
-    "analytics/site_events.py",
-    "analytics/sql.py",
-}
-# Their 2xx answers the schema does not describe yet (method, path).
-UNDESCRIBED_ANSWERS = {
-    ("get", "/api/v1/analytics/cohort/{siteId}/export"),
-    ("get", "/api/v1/analytics/journeys/{siteId}/export"),
-    ("get", "/api/v1/analytics/overview"),
-    ("get", "/api/v1/analytics/consent/{siteId}/export"),
-}
+# Besides `routes.py`, the one router module an area may have: routes removed from the interface, each
+# answering 404 `ROUTE_REMOVED` (docs/architecture.md).
+ROUTER_MODULES = {"routes.py", "removed_v1.py"}
 
 
 def _modules() -> dict[str, ast.Module]:
@@ -82,16 +60,11 @@ def _storage_calls(tree: ast.Module) -> list[int]:
     ]
 
 
-def test_the_unshaped_list_names_only_modules_that_exist():
-    modules = _modules()
-    assert sorted(UNSHAPED_ROUTE_MODULES - set(modules)) == []
-
-
 def test_routers_are_defined_in_routes_modules_only():
     misplaced = [
         name
         for name, tree in _modules().items()
-        if _defines_a_router(tree) and Path(name).name != "routes.py" and name not in UNSHAPED_ROUTE_MODULES
+        if _defines_a_router(tree) and Path(name).name not in ROUTER_MODULES
     ]
     assert misplaced == []
 
@@ -99,7 +72,7 @@ def test_routers_are_defined_in_routes_modules_only():
 def test_routes_modules_never_touch_storage_or_the_app_state():
     offences = {}
     for name, tree in _modules().items():
-        if Path(name).name != "routes.py" or name in UNSHAPED_ROUTE_MODULES:
+        if Path(name).name not in ROUTER_MODULES:
             continue
         if lines := _storage_calls(tree):
             offences[f"{name}: .connect()/.begin()"] = lines
@@ -112,9 +85,7 @@ def test_only_the_app_factory_and_the_typed_dependencies_read_the_app_state():
     offences = {
         name: lines
         for name, tree in _modules().items()
-        if name not in READS_APP_STATE
-        and name not in UNSHAPED_ROUTE_MODULES
-        and (lines := _reads_app_state(tree))
+        if name not in READS_APP_STATE and (lines := _reads_app_state(tree))
     }
     assert offences == {}
 
@@ -134,8 +105,6 @@ def test_every_2xx_answer_is_described_by_the_schema(settings):
     undescribed = []
     for path, operations in spec["paths"].items():
         for method, operation in operations.items():
-            if (method, path) in UNDESCRIBED_ANSWERS:
-                continue
             for status, answer in operation["responses"].items():
                 if not status.startswith("2") or status == "204":
                     continue
@@ -144,7 +113,3 @@ def test_every_2xx_answer_is_described_by_the_schema(settings):
                     undescribed.append(f"{method.upper()} {path} {status}")
     assert undescribed == []
 
-
-def test_the_undescribed_list_names_only_routes_that_exist(settings):
-    paths = create_app(settings).openapi()["paths"]
-    assert sorted(f"{m} {p}" for m, p in UNDESCRIBED_ANSWERS if m not in paths.get(p, {})) == []
