@@ -90,6 +90,28 @@ def test_openapi_and_docs_are_served_under_the_prefix(client):
     assert "swagger" in docs.text.lower()
 
 
+ASSET_TYPES = {".js": "text/javascript", ".css": "text/css", ".png": "image/png", ".json": "application/json"}
+
+
+def test_the_docs_page_loads_nothing_from_outside_the_app(client):
+    page = client.get("/docs")
+    assert (page.status_code, page.headers["content-type"]) == (200, "text/html; charset=utf-8")
+    # Swagger UI's script, style and icon come from the app (blank offline when from a CDN), and no
+    # validator badge is fetched from validator.swagger.io.
+    assert not re.search(r"https?://|//[a-z]", page.text, re.IGNORECASE), page.text
+    assert '"validatorUrl": null' in page.text
+    referenced = re.findall(r'(?:src|href)="([^"]+)"', page.text) + re.findall(r"url: '([^']+)'", page.text)
+    assert len(referenced) == 4, referenced
+    for url in referenced:
+        assert url.startswith("/api/v1/"), url
+        asset = client.get(str(page.url.join(url)))
+        expected = ASSET_TYPES[url[url.rindex(".") :]]
+        assert (asset.status_code, asset.headers["content-type"].split(";")[0]) == (200, expected), url
+        assert len(asset.content) > 1000, url
+    redirect = client.get("/docs/oauth2-redirect")
+    assert redirect.status_code == 200 and "oauth2" in redirect.text
+
+
 def test_openapi_documents_the_error_envelope(client):
     spec = client.get("/openapi.json").json()
     login_responses = spec["paths"]["/api/v1/auth/login"]["post"]["responses"]
