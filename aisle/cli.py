@@ -182,7 +182,8 @@ def flush(data_dir: DataDir = None) -> None:
 
 @app.command()
 def demo(data_dir: DataDir = None) -> None:
-    """Create (or refresh) the demo organisation, its verified site and its login; prints them as JSON."""
+    """Create (or refresh) the demo organisation, its verified sites and its login; prints them as JSON:
+    first the sites with traffic, each with its role, then the empty GBP shop for `aisle import`."""
     from aisle.demo import load_demo
 
     settings, store = _store(data_dir)

@@ -1,14 +1,14 @@
 """The demo organisation: verified sites and a login, created idempotently, with demo traffic.
 
-Besides the original "Demo Gift Shop" (no data), three verified sites priced in EUR, USD and JPY
-get weeks of generated storefront traffic (``aisle.demo_data``) in the lake: events, orders and
+Three verified sites priced in EUR, USD and JPY get weeks of generated storefront traffic (``aisle.demo_data``) in the lake: events, orders and
 consent records, each through the ingest service's own call for it (consent records through
 ``Ingest.accept_consent``, as the public consent route stores them). The traffic is loaded in the
 same config-store transaction that creates its site, so a site exists only with its data, and
 re-running never loads it twice. Each traffic site's id is the same on every run, so a run killed
 while loading a site leaves its rows under that id: the next run takes them out of the lake before
 it loads the site again (what the killed run left in the log is replayed and is then a duplicate), so
-the lake holds one copy of the demo traffic, never rows of a site that does not exist.
+the lake holds one copy of the demo traffic, never rows of a site that does not exist. A fourth,
+"Demo Gift Shop" in GBP, stays empty: the README's worked example imports a real shop's orders into it.
 """
 
 from __future__ import annotations
@@ -57,6 +57,14 @@ class DemoSite:
     currency: str
     timezone: str
 
+
+TRAFFIC_SITE_ROLE = (
+    "generated storefront traffic in {currency} (events, orders, consent records): explore the analytics here"
+)
+EMPTY_SITE_ROLE = (
+    "no traffic: the GBP shop the README's worked example fills with `aisle import --site <siteId> "
+    "--preset online-retail`"
+)
 
 DEMO_TRAFFIC_SITES = (
     DemoSite("Demo Shop EUR", "eur.demo.localhost", "EUR", "Europe/Berlin"),
@@ -291,20 +299,17 @@ def load_demo(
             for spec in DEMO_TRAFFIC_SITES
             if (found := _site_named(conn, organization_id, spec.name)) is not None
         ]
+    # The traffic sites come first, each with its role: a reader taking the first site id printed
+    # gets one with data to explore, not the empty shop kept for the README's worked import.
     result: dict[str, Any] = {
         "email": DEMO_EMAIL,
         "password": DEMO_PASSWORD,
         "userId": user["id"],
         "organizationId": organization_id,
-        # The site without traffic, in GBP: the one the README's import example fills.
-        "siteId": site["id"],
-        "siteKey": site["site_key"],
-        "siteName": site["name"],
-        "siteCurrency": site["currency"],
-        # The sites with generated traffic.
         "sites": [
             {
                 "name": s["name"],
+                "role": TRAFFIC_SITE_ROLE.format(currency=s["currency"]),
                 "siteId": s["id"],
                 "siteKey": s["site_key"],
                 "domain": s["domain"],
@@ -312,6 +317,11 @@ def load_demo(
             }
             for s in traffic_sites
         ],
+        "siteId": site["id"],
+        "siteKey": site["site_key"],
+        "siteName": site["name"],
+        "siteCurrency": site["currency"],
+        "siteRole": EMPTY_SITE_ROLE,
     }
     if loaded:
         # Only on the run that created the sites: what went into the lake, per site.

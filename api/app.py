@@ -12,7 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from aisle.gc_tuning import tune_for_serving
 from aisle.settings import Settings
-from api import openapi_bodies
+from api import docs, openapi_bodies
 from api.admin.routes import router as admin_router
 from api.analytics.attribution.routes import router as attribution_router
 from api.analytics.categories.routes import router as categories_router
@@ -126,9 +126,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Storefront personalization and analytics. Errors always use the envelope "
         '`{"error": {"code", "message", "details"}}`.',
         openapi_url=f"{API_PREFIX}/openapi.json",
-        docs_url=f"{API_PREFIX}/docs",
+        # Served by api.docs from the installed Swagger UI, not FastAPI's page that loads it from a CDN.
+        docs_url=None,
         redoc_url=None,
-        swagger_ui_oauth2_redirect_url=f"{API_PREFIX}/docs/oauth2-redirect",
+        swagger_ui_oauth2_redirect_url=None,
         lifespan=lifespan,
         dependencies=[Depends(json_bodies_only)],
         responses={400: ERROR_RESPONSE_SCHEMA, 401: ERROR_RESPONSE_SCHEMA, 403: ERROR_RESPONSE_SCHEMA},
@@ -160,6 +161,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics.registry.register(BatchWorkerMetrics(batch_workers))
 
     install_error_handlers(app)
+    docs.install(app, docs_url=f"{API_PREFIX}/docs", openapi_url=f"{API_PREFIX}/openapi.json")
     # Routes are matched in order: the storefront's routes, ingestion by far the busiest, come first.
     # Funnel definitions come before funnels so `/funnels/definitions/...` is never read as a site id.
     for router in (

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+import io
 import re
+import tokenize
 from typing import Any
 
 import redis
@@ -15,6 +18,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
+from ingest import json_text
+from ingest.event_names import CANONICAL_EVENT_NAMES
+
 
 class AppError(Exception):
     status_code = 400
@@ -25,7 +31,7 @@ class AppError(Exception):
         message: str,
         *,
         code: str | None = None,
-        details: Any = None,
+        details: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
@@ -119,6 +125,41 @@ def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details}}
 
 
+# `details` has one documented shape (also in the README's Errors): null when the message says all; a
+# list of field errors when the request failed validation (VALIDATION_FAILED, and MALFORMED_JSON of a
+# body FastAPI parses into a model); otherwise an object naming the refusal's facts under their own keys.
+FIELD_ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "One problem of a request that failed validation.",
+    "properties": {
+        "field": {
+            "type": "string",
+            "description": "Where, as a path in the request: `body.items.0.price`, `query.siteId`.",
+        },
+        "message": {"type": "string"},
+        "type": {
+            "type": "string",
+            "description": "The kind of problem: `missing`, `string_too_long`, `literal_error`, ...",
+        },
+        "allowed": {
+            "type": "array",
+            "description": "The values the field takes, when it refused one outside a closed set.",
+        },
+    },
+    "required": ["field", "message", "type"],
+}
+DETAILS_SCHEMA: dict[str, Any] = {
+    "description": "null when the message says all; a list of field errors when the request failed "
+    "validation (`VALIDATION_FAILED`, and `MALFORMED_JSON` of a body parsed into a model, saying where "
+    "the JSON broke); otherwise an object with the refusal's facts under their own names (a throttle's "
+    "`limit` and `windowSeconds`, a SQL error's `position`, an unknown value's `allowed` values).",
+    "anyOf": [
+        {"type": "null"},
+        {"type": "array", "items": FIELD_ERROR_SCHEMA},
+        {"type": "object"},
+    ],
+}
+
 ERROR_RESPONSE_SCHEMA = {
     "description": "Error envelope",
     "content": {
@@ -129,9 +170,9 @@ ERROR_RESPONSE_SCHEMA = {
                     "error": {
                         "type": "object",
                         "properties": {
-                            "code": {"type": "string"},
-                            "message": {"type": "string"},
-                            "details": {},
+                            "code": {"type": "string", "description": "Stable, for programs to branch on."},
+                            "message": {"type": "string", "description": "For people."},
+                            "details": DETAILS_SCHEMA,
                         },
                         "required": ["code", "message", "details"],
                     }
@@ -141,6 +182,28 @@ ERROR_RESPONSE_SCHEMA = {
         }
     },
 }
+
+
+# Codes that refuse a value outside a closed set, with the set: whichever route refused the value,
+# the answer names the values it takes, in the message and as `details.allowed`.
+ALLOWED_VALUES: dict[str, list[str]] = {"UNKNOWN_EVENT_NAME": sorted(CANONICAL_EVENT_NAMES)}
+
+
+def _with_allowed(exc: AppError) -> tuple[str, dict[str, Any] | None]:
+    allowed = ALLOWED_VALUES.get(exc.code)
+    if allowed is None:
+        return exc.message, exc.details
+    return f"{exc.message} (allowed: {', '.join(allowed)})", {**(exc.details or {}), "allowed": allowed}
+
+
+def malformed_json(reason: str) -> BadRequest:
+    """A body that is not JSON, answered in the same words on every route that reads one."""
+    return BadRequest(f"Body is not valid JSON: {reason}", code="MALFORMED_JSON")
+
+
+# What FastAPI answers when its JSON decoding of a body fails other than with a syntax error: nesting
+# past the recursion limit, bytes that are not UTF-8.
+_FASTAPI_BODY_PARSE_ERROR = "There was an error parsing the body"
 
 
 def unexpected_error(exc: Exception) -> JSONResponse:
@@ -231,32 +294,55 @@ def _field(loc: tuple[Any, ...], body: Any) -> str:
     return ".".join(path)
 
 
+def _allowed(expected: Any) -> list[Any] | None:
+    """The values a pydantic literal or enum error lists in its ``expected`` (`'csv', 'json' or 3`)."""
+    if not isinstance(expected, str):
+        return None
+    try:
+        tokens = [
+            "," if (t.type, t.string) == (tokenize.NAME, "or") else t.string
+            for t in tokenize.generate_tokens(io.StringIO(expected).readline)
+        ]
+        values = ast.literal_eval(f"[{' '.join(tokens)}]")
+    except (SyntaxError, ValueError, tokenize.TokenError):
+        return None
+    return values if isinstance(values, list) and values else None
+
+
 def _validation_details(errors, body: Any = _UNKNOWN) -> list[dict[str, Any]]:
     """FastAPI's request errors and pydantic's model errors, in the envelope's one detail shape, each
-    once (a parameter two dependencies of a route read is reported by both)."""
-    details = (
-        {
+    once (a parameter two dependencies of a route read is reported by both). A value refused from a
+    closed set (a Literal, an Enum) names the values the field takes."""
+    details = []
+    for err in errors:
+        detail = {
             "field": _field(tuple(err.get("loc", ())), body),
             "message": err.get("msg", ""),
             "type": err.get("type", ""),
         }
-        for err in errors
-    )
-    return list({tuple(d.values()): d for d in details}.values())
+        if detail["type"] in ("literal_error", "enum") and (
+            allowed := _allowed((err.get("ctx") or {}).get("expected"))
+        ):
+            detail["allowed"] = allowed
+        details.append(detail)
+    return list({repr(tuple(d.values())): d for d in details}.values())
 
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AppError)
     async def _app_error(_: Request, exc: AppError) -> JSONResponse:
+        message, details = _with_allowed(exc)
         return JSONResponse(
-            error_body(exc.code, exc.message, exc.details), status_code=exc.status_code, headers=exc.headers
+            error_body(exc.code, message, details), status_code=exc.status_code, headers=exc.headers
         )
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        details = _validation_details(exc.errors(), exc.body)
-        if any(d["type"] == "json_invalid" for d in details):
-            return JSONResponse(error_body("MALFORMED_JSON", "Request body is not valid JSON", details), 400)
+        errors = exc.errors()
+        details = _validation_details(errors, exc.body)
+        if broken := next((e for e in errors if e.get("type") == "json_invalid"), None):
+            reason = (broken.get("ctx") or {}).get("error") or "it is malformed"
+            return JSONResponse(error_body("MALFORMED_JSON", malformed_json(reason).message, details), 400)
         return JSONResponse(error_body("VALIDATION_FAILED", "Request validation failed", details), 400)
 
     @app.exception_handler(PydanticValidationError)
@@ -266,6 +352,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.detail == _FASTAPI_BODY_PARSE_ERROR and (reason := json_text.why_not_json(exc.__cause__)):
+            # Said as ingestion says it (ingest.json_text reads those bodies with the same reasons).
+            return await _app_error(request, malformed_json(reason))
         code = getattr(exc, "code", None) or _STATUS_CODES.get(exc.status_code, "ERROR")
         message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ").capitalize()
         if exc.status_code == 404 and message == "Not Found":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import Request, params
 
-from api.errors import BadRequest, UnsupportedMediaType
+from api.errors import UnsupportedMediaType, malformed_json
 from ingest import json_text
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -45,4 +45,4 @@ async def json_bodies_only(request: Request) -> None:
         try:
             json_text.loads(body)
         except json_text.NotJson as exc:
-            raise BadRequest(f"Request body is not valid JSON: {exc}", code="MALFORMED_JSON") from None
+            raise malformed_json(str(exc)) from None

@@ -25,14 +25,21 @@ class NotJson(ValueError):
     """The text is not JSON; the message says why, for a client to read."""
 
 
+def why_not_json(exc: BaseException | None) -> str | None:
+    """Why text is not JSON, when a decoder failed with ``exc`` for a reason other than its syntax."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "it is not UTF-8 text"
+    if isinstance(exc, RecursionError):
+        return "it is nested too deeply"
+    return None
+
+
 def loads(data: bytes | str) -> Any:
     raw = (data.encode() if isinstance(data, str) else data).removeprefix(UTF8_BOM)
     try:
         return _DECODER.decode(raw)
-    except UnicodeDecodeError as exc:
-        raise NotJson("it is not UTF-8 text") from exc
-    except RecursionError as exc:
-        raise NotJson("it is nested too deeply") from exc
+    except (UnicodeDecodeError, RecursionError) as exc:
+        raise NotJson(why_not_json(exc)) from exc
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         try:
             raw.decode()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Annotated, Any, NotRequired, overload
@@ -14,6 +15,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    GetJsonSchemaHandler,
     StrictBool,
     StrictFloat,
     StrictInt,
@@ -22,7 +24,10 @@ from pydantic import (
     with_config,
 )
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonSchemaValue
 from typing_extensions import TypedDict
+
+from ingest.event_names import CANONICAL_EVENT_NAMES
 
 # Documented limits (also in the OpenAPI descriptions).
 MAX_BATCH_EVENTS = 500
@@ -41,7 +46,8 @@ SiteIdText = Annotated[str, WithJsonSchema({"type": "string", "format": "uuid"})
 
 # A decimal as JSON and most languages write one. Python's Decimal also reads other scripts' digits
 # ("١٢"), underscores ("1_000") and surrounding spaces, which no shop means as an amount.
-AMOUNT_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+AMOUNT_PATTERN = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+AMOUNT_TEXT = re.compile(AMOUNT_PATTERN)
 
 
 # A JSON number is read as a double, which holds 15 significant digits: past them the number read may
@@ -71,7 +77,19 @@ def _amount_text(value: Any) -> Any:
     return value
 
 
-plain_amount = BeforeValidator(_amount_text)
+class _AmountText(BeforeValidator):
+    """The amount check, and what the schema says of amounts: a number, or text that is one."""
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: Any, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        if handler.mode != "validation":
+            return schema
+        return {"anyOf": [{"type": "number"}, {"type": "string", "pattern": f"^{AMOUNT_PATTERN}$"}]}
+
+
+plain_amount = _AmountText(_amount_text)
 # Money on the wire: a JSON number or a decimal string, kept exact.
 Amount = Annotated[Decimal, plain_amount]
 
@@ -148,6 +166,40 @@ IdentityId = Annotated[
 OptionalId = Annotated[str | None, Field(max_length=MAX_ID_LENGTH), AfterValidator(exact_id)]
 
 
+# --- what the schema says of the rules the validators here check ------------------------------------
+# JSON Schema patterns for them, so that clients generated from the OpenAPI schema send only what is
+# taken: an identity id is not blank (what str.strip() leaves is not empty) and no id holds U+FFFD.
+
+
+def _char_class(chars: str) -> str:
+    return "".join(f"\\u{ord(c):04x}" for c in chars)
+
+
+# What str.strip() strips: the characters str.isspace() counts, every one of them below U+3001.
+_STRIPPED = _char_class("".join(c for c in map(chr, range(0x3001)) if c.isspace()))
+NOT_BLANK_TEXT = f"[^{_STRIPPED}]"
+EXACT_ID_PATTERN = "^[^\\ufffd]*$"
+IDENTITY_ID_PATTERN = f"^[^\\ufffd]*[^{_STRIPPED}\\ufffd][^\\ufffd]*$"
+# Decimal text below zero: a minus, then a digit other than 0 before any exponent ("-0.0" is zero).
+NEGATIVE_AMOUNT_PATTERN = "^-[0.]*[1-9]"
+
+
+def _string_branch(spec: dict[str, Any]) -> dict[str, Any]:
+    """The string schema of a property: the property's own, or its `anyOf` branch of type string."""
+    return next((b for b in spec.get("anyOf", ()) if b.get("type") == "string"), spec)
+
+
+def _patterns(**patterns: str) -> Callable[[dict[str, Any]], None]:
+    """``json_schema_extra`` putting each pattern on its property's string branch (a property of type
+    ``str | None`` has one), by the property's wire name."""
+
+    def extra(schema: dict[str, Any]) -> None:
+        for name, pattern in patterns.items():
+            _string_branch(schema["properties"][to_camel(name)])["pattern"] = pattern
+
+    return extra
+
+
 iso_time = BeforeValidator(_time_text)
 clock_reading = BeforeValidator(_clock_reading)
 # An event's, order's or metric's time: ISO 8601 text (a number would be read as epoch seconds).
@@ -184,11 +236,29 @@ def _optional_id(description: str | None = None) -> Any:
     return Field(max_length=MAX_ID_LENGTH, description=description)
 
 
-@with_config(_WIRE_DICT)
+@with_config(
+    ConfigDict(
+        **_WIRE_DICT,
+        json_schema_extra=_patterns(
+            visitor_id=IDENTITY_ID_PATTERN,
+            session_id=IDENTITY_ID_PATTERN,
+            event_id=EXACT_ID_PATTERN,
+            journey_id=EXACT_ID_PATTERN,
+            user_id=EXACT_ID_PATTERN,
+        ),
+    )
+)
 class EventIn(TypedDict):
     """One behavioural event. Unknown top-level fields are ignored; put free data in `metadata`."""
 
-    name: Annotated[str, Field(max_length=MAX_NAME_LENGTH, description="A canonical event name.")]
+    name: Annotated[
+        str,
+        Field(
+            max_length=MAX_NAME_LENGTH,
+            description="A canonical event name; another is refused as `UNKNOWN_EVENT_NAME`.",
+            json_schema_extra={"enum": sorted(CANONICAL_EVENT_NAMES)},
+        ),
+    ]
     timestamp: NotRequired[
         Annotated[
             EventTime | None,
@@ -291,7 +361,21 @@ def _product_uuid(text: str | None) -> str | None:
         ) from None
 
 
+def _names_a_product(schema: dict[str, Any]) -> None:
+    _patterns(product_item_code=EXACT_ID_PATTERN)(schema)
+    # The rule of _needs_a_product: a productItemCode that is not blank, or a productId.
+    schema["anyOf"] = [
+        {
+            "required": ["productItemCode"],
+            "properties": {"productItemCode": {"type": "string", "pattern": NOT_BLANK_TEXT}},
+        },
+        {"required": ["productId"], "properties": {"productId": {"type": "string"}}},
+    ]
+
+
 class OrderItemIn(_Wire):
+    model_config = ConfigDict(json_schema_extra=_names_a_product)
+
     # Trimmed, as event codes are: " 123 " and "123" are one product (one product id).
     product_item_code: Annotated[str | None, AfterValidator(_trimmed)] = Field(
         default=None, max_length=MAX_ID_LENGTH
@@ -324,7 +408,44 @@ def _order_id(text: str) -> str:
     return exact_id(_not_blank(text).strip())
 
 
+NOT_NEGATIVE_AMOUNT = {
+    "anyOf": [
+        {"type": "number", "minimum": 0},
+        {"type": "string", "not": {"pattern": NEGATIVE_AMOUNT_PATTERN}},
+    ]
+}
+
+
+def _order_rules(schema: dict[str, Any]) -> None:
+    _patterns(
+        order_id=IDENTITY_ID_PATTERN,
+        visitor_id=IDENTITY_ID_PATTERN,
+        session_id=IDENTITY_ID_PATTERN,
+        journey_id=EXACT_ID_PATTERN,
+        user_id=EXACT_ID_PATTERN,
+        refund_of=EXACT_ID_PATTERN,
+    )(schema)
+    # The rules of order_row (ingest.normalise): a refund (isRefund true) may carry any sign and a
+    # refundOf; a sale has no negative total, quantity or price, and no refundOf (a blank one is none).
+    schema["anyOf"] = [
+        {"required": ["isRefund"], "properties": {"isRefund": {"const": True}}},
+        {
+            "properties": {
+                "total": NOT_NEGATIVE_AMOUNT,
+                "items": {
+                    "items": {"properties": {"quantity": {"minimum": 0}, "price": NOT_NEGATIVE_AMOUNT}}
+                },
+                "refundOf": {
+                    "anyOf": [{"type": "null"}, {"type": "string", "not": {"pattern": NOT_BLANK_TEXT}}]
+                },
+            }
+        },
+    ]
+
+
 class OrderIn(_Wire):
+    model_config = ConfigDict(json_schema_extra=_order_rules)
+
     order_id: Annotated[str, AfterValidator(_order_id)] = Field(min_length=1, max_length=MAX_ID_LENGTH)
     timestamp: EventTime | None = None
     visitor_id: IdentityId

@@ -142,7 +142,7 @@ class Ingest:
         instead of a thread of this one; the server does, tests that drive an Ingest directly do not.
 
         ``stream_url``: log to Redis Streams there instead of files in ``data_dir``, for API processes
-        that share the data directory (ARCHITECTURE.md's scale-out); accepted keys are then claimed in
+        that share the data directory (the README's Scaling out); accepted keys are then claimed in
         Redis. ``flush_in_background`` false makes such a process an API process only: it flushes when
         asked (``flush``), and the install's one ``aisle flush`` does the rest.
 

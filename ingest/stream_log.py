@@ -1,4 +1,4 @@
-"""The durable log as a Redis Stream, for API processes that share one lake (ARCHITECTURE.md's scale-out).
+"""The durable log as a Redis Stream, for API processes that share one lake (the README's Scaling out).
 
 An append is one stream entry (XADD); a writer thread gathers concurrent appends and sends each group
 as one pipeline. Redis answers a write only after its append-only file was fsync'ed when it runs with

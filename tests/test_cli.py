@@ -243,6 +243,10 @@ def test_demo_is_idempotent_and_its_site_is_verified(tmp_path):
     assert one["email"] == "demo@aisle.example"
     assert one["password"] == "aisle-demo-password"
     assert one["siteKey"].startswith("sk_")
+    # The first site id printed is one with traffic, named by its role; the empty GBP shop comes after.
+    first_site = re.search(r'"siteId": "([^"]+)"', first.stdout).group(1)
+    assert first_site == one["sites"][0]["siteId"] and one["sites"][0]["name"] == "Demo Shop EUR"
+    assert all("traffic" in s["role"] for s in one["sites"]) and "no traffic" in one["siteRole"]
 
     store = sqlite_store(data_dir)
     try:

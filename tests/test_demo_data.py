@@ -530,6 +530,20 @@ def test_load_demo_loads_traffic_once_per_site(tmp_path, demo_store):
     assert {s["currency"] for s in org_sites} == {"GBP", "EUR", "USD", "JPY"}
 
 
+def test_load_demo_prints_the_sites_with_traffic_first_each_with_its_role(tmp_path, demo_store):
+    result = load_demo(demo_store, data_dir=tmp_path / "data", visitors=20, days=7, end=END)
+    printed = orjson.dumps(result).decode()  # `aisle demo` prints it in this order
+
+    # The first site id a reader meets is a site with data, not the empty shop.
+    first_id = printed[printed.index('"siteId":"') + len('"siteId":"') :].split('"', 1)[0]
+    assert first_id == result["sites"][0]["siteId"] != result["siteId"]
+    assert [s["name"] for s in result["sites"]] == [s.name for s in DEMO_TRAFFIC_SITES]
+    for site in result["sites"]:
+        assert "traffic" in site["role"] and site["currency"] in site["role"], site
+    assert result["siteName"] == "Demo Gift Shop"
+    assert "no traffic" in result["siteRole"] and "aisle import" in result["siteRole"]
+
+
 def test_load_demo_leaves_the_traffic_sites_for_later_while_another_process_holds_the_data_dir(
     tmp_path, demo_store
 ):

@@ -27,7 +27,7 @@ from warehouse.lake import Lake, LakeTable, fsync_path, retire
 log = structlog.get_logger("aisle.compaction")
 
 TARGET_FILE_BYTES = 128 * 1024 * 1024
-# Big row groups, as ARCHITECTURE.md asks; sorted by name, a name filter still skips most of them.
+# Big row groups: few, large reads per scan; sorted by name, a name filter still skips most of them.
 ROW_GROUP_ROWS = 1_000_000
 SMALL_FILE_BYTES = 64 * 1024 * 1024
 GRACE_SECONDS = 15 * 60

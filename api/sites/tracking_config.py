@@ -106,7 +106,8 @@ class DataLayerConfig(_Setting):
         for external, canonical in (value or {}).items():
             if canonical not in CANONICAL_EVENT_NAMES:
                 raise ValueError(
-                    f"reverseEventMapping.{external} maps to '{canonical}', not a canonical event name"
+                    f"reverseEventMapping.{external} maps to '{canonical}', not a canonical event name "
+                    f"(allowed: {', '.join(sorted(CANONICAL_EVENT_NAMES))})"
                 )
         return value
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import Request
 
-from api.errors import BadRequest, PayloadTooLarge
+from api.errors import BadRequest, PayloadTooLarge, malformed_json
 from api.media_type import is_json
 from ingest import json_text
 from ingest.schemas import MAX_BODY_BYTES
@@ -74,7 +74,7 @@ def parse_json(body: bytes) -> Any:
     try:
         return json_text.loads(body)
     except json_text.NotJson as exc:
-        raise BadRequest(f"Body is not valid JSON: {exc}", code="MALFORMED_JSON") from exc
+        raise malformed_json(str(exc)) from exc
 
 
 async def read_json(request: Request) -> Any:

@@ -89,11 +89,68 @@ def test_openapi_and_docs_are_served_under_the_prefix(client):
     assert "swagger" in docs.text.lower()
 
 
+ASSET_TYPES = {".js": "text/javascript", ".css": "text/css", ".png": "image/png", ".json": "application/json"}
+
+
+def test_the_docs_page_loads_nothing_from_outside_the_app(client):
+    page = client.get("/docs")
+    assert (page.status_code, page.headers["content-type"]) == (200, "text/html; charset=utf-8")
+    # Swagger UI's script, style and icon come from the app (blank offline when from a CDN), and no
+    # validator badge is fetched from validator.swagger.io.
+    assert not re.search(r"https?://|//[a-z]", page.text, re.IGNORECASE), page.text
+    assert '"validatorUrl": null' in page.text
+    referenced = re.findall(r'(?:src|href)="([^"]+)"', page.text) + re.findall(r"url: '([^']+)'", page.text)
+    assert len(referenced) == 4, referenced
+    for url in referenced:
+        assert url.startswith("/api/v1/"), url
+        asset = client.get(str(page.url.join(url)))
+        expected = ASSET_TYPES[url[url.rindex(".") :]]
+        assert (asset.status_code, asset.headers["content-type"].split(";")[0]) == (200, expected), url
+        assert len(asset.content) > 1000, url
+    redirect = client.get("/docs/oauth2-redirect")
+    assert redirect.status_code == 200 and "oauth2" in redirect.text
+
+
+def test_a_refused_event_name_is_answered_with_the_names_allowed(owner):
+    site = owner.make_site(domain="names.example.com")
+    names = sorted(CANONICAL_EVENT_NAMES)
+    funnel = owner.get(f"/analytics/funnels/{site['id']}", params={"steps": "page_view,checkout_start"})
+    events = owner.get(f"/analytics/sites/{site['id']}/events", params={"name": "checkout_start"})
+    for answer in (funnel, events):
+        assert answer.status_code == 400, answer.text
+        error = answer.json()["error"]
+        assert (error["code"], error["details"]["allowed"]) == ("UNKNOWN_EVENT_NAME", names)
+        assert "checkout_start" in error["message"] and f"allowed: {', '.join(names)}" in error["message"]
+    assert funnel.json()["error"]["details"]["steps"] == ["checkout_start"]
+
+
+def test_a_value_refused_from_a_closed_set_names_the_values_allowed(owner):
+    site = owner.make_site(domain="formats.example.com")
+    response = owner.get(
+        f"/analytics/funnels/{site['id']}/steps/page_view/export",
+        params={"steps": "page_view,add_to_cart", "format": "xml"},
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["details"] == [
+        {
+            "field": "query.format",
+            "message": "Input should be 'csv' or 'json'",
+            "type": "literal_error",
+            "allowed": ["csv", "json"],
+        }
+    ]
+
+
 def test_openapi_documents_the_error_envelope(client):
     spec = client.get("/openapi.json").json()
     login_responses = spec["paths"]["/api/v1/auth/login"]["post"]["responses"]
     schema = login_responses["400"]["content"]["application/json"]["schema"]
     assert schema["properties"]["error"]["required"] == ["code", "message", "details"]
+    # `details` has one documented shape: null, the validation errors, or an object of named facts.
+    details = schema["properties"]["error"]["properties"]["details"]
+    assert [branch["type"] for branch in details["anyOf"]] == ["null", "array", "object"]
+    assert details["anyOf"][1]["items"]["required"] == ["field", "message", "type"]
+    assert "allowed" in details["anyOf"][1]["items"]["properties"]
 
 
 def test_openapi_names_the_bearer_token_of_exactly_the_operations_that_ask_for_one(client):

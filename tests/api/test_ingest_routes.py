@@ -1092,6 +1092,34 @@ def test_unreadable_json_bodies_are_400_not_500(client, shop, body):
     assert (response.status_code, error_code(response)) == (400, "MALFORMED_JSON")
 
 
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"[" * 10_000 + b"]" * 10_000, "it is nested too deeply"),
+        (b'{"a":' * 10_000 + b"1" + b"}" * 10_000, "it is nested too deeply"),
+        (b'{"name": "\xff"}', "it is not UTF-8 text"),
+    ],
+    ids=["a list 10,000 deep", "an object 10,000 deep", "invalid UTF-8"],
+)
+def test_a_body_no_decoder_can_read_is_answered_alike_by_ingestion_and_the_private_routes(
+    client, owner, shop, body, reason
+):
+    json_body = {"Content-Type": "application/json"}
+    answers = {
+        "ingest": client.post(
+            f"/public/sites/{shop['siteKey']}/events/batch", content=body, headers={**ORIGIN, **json_body}
+        ),
+        "private track": owner.post("/analytics/track", content=body, headers=json_body),
+        # Bodies FastAPI parses (into a model) before the route runs.
+        "login": client.post("/auth/login", content=body, headers=json_body),
+        "create site": owner.post("/sites", content=body, headers=json_body),
+    }
+    expected = (400, "MALFORMED_JSON", f"Body is not valid JSON: {reason}")
+    for route, answer in answers.items():
+        error = answer.json()["error"]
+        assert (answer.status_code, error["code"], error["message"]) == expected, (route, answer.text)
+
+
 def test_deep_json_and_far_clock_skew_are_400_not_500(client, app, shop):
     deep: Any = []
     for _ in range(300):
