@@ -53,3 +53,5 @@ EVENT_FAMILIES: dict[str, tuple[str, ...]] = {
 }
 
 CANONICAL_EVENT_NAMES: frozenset[str] = frozenset(n for names in EVENT_FAMILIES.values() for n in names)
+# How a refusal of a name names the ones taken (`UNKNOWN_EVENT_NAME`), so a sender can fix the event.
+ALLOWED_NAMES_TEXT = f"allowed: {', '.join(sorted(CANONICAL_EVENT_NAMES))}"

@@ -33,7 +33,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from ingest.category_paths import UNKNOWN_CATEGORY, names_a_category
 from ingest.currency import resolve_currency
-from ingest.event_names import CANONICAL_EVENT_NAMES, EVENT_FAMILIES
+from ingest.event_names import ALLOWED_NAMES_TEXT, CANONICAL_EVENT_NAMES, EVENT_FAMILIES
 from ingest.event_struct import EVENT_BATCH_DECODER, ConsentStruct, EventStruct
 from ingest.schemas import (
     BROKEN_CHARACTER,
@@ -109,10 +109,13 @@ def _screen(raws: list[Any]) -> dict[int, Rejected]:
             bad[index] = Rejected("EVENT_NOT_OBJECT", "each event must be a JSON object")
         elif "name" not in raw or raw["name"] is None:
             bad[index] = Rejected(
-                "UNKNOWN_EVENT_NAME", "each event needs a name, one of the canonical event names"
+                "UNKNOWN_EVENT_NAME",
+                f"each event needs a name, one of the canonical event names ({ALLOWED_NAMES_TEXT})",
             )
         elif not isinstance(raw["name"], str) or raw["name"] not in CANONICAL_EVENT_NAMES:
-            bad[index] = Rejected("UNKNOWN_EVENT_NAME", f"{raw['name']!r} is not a canonical event name")
+            bad[index] = Rejected(
+                "UNKNOWN_EVENT_NAME", f"{raw['name']!r} is not a canonical event name ({ALLOWED_NAMES_TEXT})"
+            )
         elif check_sizes and (size := _json_size(raw)) is None:
             bad[index] = _unstorable()
         elif check_sizes and size > MAX_EVENT_BYTES:

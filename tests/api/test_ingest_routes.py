@@ -21,11 +21,15 @@ from hypothesis import strategies as st
 
 from aisle.settings import Settings
 from api.app import create_app
+from ingest.event_names import CANONICAL_EVENT_NAMES
 from ingest.service import Ingest
 from ingest.validation import Context
 from tests.factories import make_verified_site
 from tests.servers import LiveServer
 from warehouse.lake import ORDERS
+
+# Every canonical event name, as a refusal of another lists them.
+ALLOWED = ", ".join(sorted(CANONICAL_EVENT_NAMES))
 
 ORIGIN = {"Origin": "https://shop.example.com"}
 SIGNING_KEY = "test-signing-key-" + "x" * 32
@@ -185,10 +189,12 @@ def test_a_bad_batch_reports_every_event_by_index(client, app, shop):
         (10, "MISSING_USER_ID"),
         (11, "UNKNOWN_EVENT_NAME"),
     ]
-    assert body["rejected"][0]["reason"] == "'teleport' is not a canonical event name"
+    assert body["rejected"][0]["reason"] == f"'teleport' is not a canonical event name (allowed: {ALLOWED})"
     assert body["rejected"][1]["reason"] == "'add_to_cart' needs metadata.productItemCode"
     assert body["rejected"][10]["reason"] == "'identify' needs userId, the user the visitor is"
-    assert body["rejected"][11]["reason"] == "each event needs a name, one of the canonical event names"
+    assert body["rejected"][11]["reason"] == (
+        f"each event needs a name, one of the canonical event names (allowed: {ALLOWED})"
+    )
     assert all(r["reason"] for r in body["rejected"])
     app.state.ingest.flush()
     assert query(app, "SELECT count(*) FROM events")[0][0] == 0
@@ -262,7 +268,11 @@ def test_a_mixed_batch_keeps_the_valid_events(client, app, shop):
     assert response.json() == {
         "accepted": 4,
         "rejected": [
-            {"index": 1, "code": "UNKNOWN_EVENT_NAME", "reason": "'nope' is not a canonical event name"}
+            {
+                "index": 1,
+                "code": "UNKNOWN_EVENT_NAME",
+                "reason": f"'nope' is not a canonical event name (allowed: {ALLOWED})",
+            }
         ],
         "duplicates": 1,
     }

@@ -17,9 +17,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from ingest.event_names import CANONICAL_EVENT_NAMES
 from ingest.importer import import_file
 from ingest.service import DataDirBusy, Ingest
 from tests.queries.helpers import is_retail_sale
+
+# Every canonical event name, as a refusal of another lists them.
+ALLOWED = ", ".join(sorted(CANONICAL_EVENT_NAMES))
 
 SITE = {"id": "22222222-2222-2222-2222-222222222222", "currency": "EUR"}
 RETAIL_HEAD = Path(__file__).resolve().parents[1] / "data" / "online-retail-head-3000.csv"
@@ -55,7 +59,7 @@ def test_csv_events_are_validated_row_by_row(ingest, tmp_path):
         "rejected": {"MISSING_PRODUCT_CODE": 1, "UNKNOWN_EVENT_NAME": 1}, "rejectedTotal": 2,
         "examples": {
             "MISSING_PRODUCT_CODE": ["line 4: 'product_view' needs metadata.productItemCode"],
-            "UNKNOWN_EVENT_NAME": ["line 5: 'teleport' is not a canonical event name"],
+            "UNKNOWN_EVENT_NAME": [f"line 5: 'teleport' is not a canonical event name (allowed: {ALLOWED})"],
         },
     }  # fmt: skip
     rows = lake_rows(ingest, "events", "SELECT event_id, product_item_code, date::VARCHAR FROM t ORDER BY 1")
@@ -181,7 +185,9 @@ def test_the_summary_names_the_first_five_rejected_lines_of_each_reason(ingest, 
     summary = import_file(ingest, site=SITE, path=path).as_dict()
     assert summary["rejected"] == {"UNKNOWN_EVENT_NAME": 7, "EVENT_NOT_OBJECT": 1}
     assert summary["examples"] == {
-        "UNKNOWN_EVENT_NAME": [f"line {n}: 'teleport' is not a canonical event name" for n in range(1, 6)],
+        "UNKNOWN_EVENT_NAME": [
+            f"line {n}: 'teleport' is not a canonical event name (allowed: {ALLOWED})" for n in range(1, 6)
+        ],
         "EVENT_NOT_OBJECT": ["line 8: each event must be a JSON object"],
     }
 
