@@ -91,9 +91,10 @@ def route_template(scope: Scope) -> str:
 
 class _Stderr:
     """Log lines for stderr, gathered and written a few times a second: stderr is unbuffered, so a
-    write per request would be a system call per request on the busiest route. Lines above info, text lines (the console renderer) and a full buffer are written at
-    once, and whatever waits is written when the process exits. The stream is resolved at each write,
-    so redirections made after start-up are honoured."""
+    write per request would be a system call per request on the busiest route. Lines above info, text
+    lines (the console renderer) and a full buffer are written at once, and whatever waits is written
+    when the process exits. The stream is resolved at each write, so redirections made after start-up
+    are honoured."""
 
     def __init__(self, *, interval_seconds: float = 0.2, limit_bytes: int = 64 * 1024) -> None:
         self._pending = bytearray()

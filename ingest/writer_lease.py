@@ -2,8 +2,8 @@
 
 The data directory's lock (a local ``flock``) keeps a second flusher off the same directory on the same
 machine, but not one on another machine mounting it, nor one given a copy of the directory's ``log-id``:
-such a flusher would take stream entries into a lake nobody reads. The writer holds a Redis key naming it,
-with a time to live it renews; a second writer waits for the key to expire (a writer killed with
+such a flusher would take stream entries into a lake nobody reads. The writer holds a Redis key
+naming it, with a time to live it renews; a second writer waits for the key to expire (a writer killed with
 ``kill -9`` lets its successor in within ``TTL_SECONDS``) and is refused when it never does.
 """
 
