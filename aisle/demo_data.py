@@ -330,7 +330,8 @@ class _Visitor:
     def __init__(self, *, seed: int, currency: str, index: int, start_ms: int, end_ms: int) -> None:
         self.index = index
         self.rng = rng = random.Random(f"aisle-demo:{seed}:{currency}:{index}")
-        # The commerce events' own stream: they never draw from `rng`, so the funnel stays as it was.
+        # The commerce events' own stream: they never draw from `rng`, so the funnel is the same with
+        # them as without them.
         self.extra = random.Random(f"aisle-demo-commerce:{seed}:{currency}:{index}")
         self.consent: dict[str, bool] | None = None  # the state after the latest decision
         self.consents = 0

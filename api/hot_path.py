@@ -2,10 +2,10 @@
 
 It is the busiest route by far (a storefront posts a batch every page or two), and its answer needs
 none of the per-request machinery around FastAPI's routes: no dependencies, no parameters but the
-site key, no body limit but its own. Passing it through Starlette's middleware stack and router
-cost about a tenth of the route's CPU time (bench/RESULTS.md, 2026-11-23, fourth session). Here it
-keeps what callers and operators see: the request log line and metrics (the same observer), and
-errors in the one envelope (the app's own exception handlers). Anything that does not match the
+site key, no body limit but its own, so Starlette's middleware stack and router would only spend its
+CPU time (how much: docs/decisions.md). Here it keeps what callers and operators see: the request log
+line and metrics (the same observer), and errors in the one envelope (the app's own exception
+handlers). Anything that does not match the
 route exactly goes through the app as usual, where the documented FastAPI route answers it too.
 """
 

@@ -90,11 +90,11 @@ def route_template(scope: Scope) -> str:
 
 
 class _Stderr:
-    """Log lines for stderr, gathered and written a few times a second: stderr is unbuffered, and a
-    write per request was ~6 % of the events route's CPU (bench/RESULTS.md, 2026-11-23, fourth
-    session). Lines above info, text lines (the console renderer) and a full buffer are written at
-    once, and whatever waits is written when the process exits. The stream is resolved at each write,
-    so redirections made after start-up are honoured."""
+    """Log lines for stderr, gathered and written a few times a second: stderr is unbuffered, so a
+    write per request would be a system call per request on the busiest route. Lines above info, text
+    lines (the console renderer) and a full buffer are written at once, and whatever waits is written
+    when the process exits. The stream is resolved at each write, so redirections made after start-up
+    are honoured."""
 
     def __init__(self, *, interval_seconds: float = 0.2, limit_bytes: int = 64 * 1024) -> None:
         self._pending = bytearray()
@@ -204,7 +204,7 @@ class RequestObserver:
             if started_answer:
                 raise  # half an answer is out: only dropping the connection tells the client
             # Answered here rather than by Starlette's outermost handler, which re-raises to the
-            # server: uvicorn then drops the keep-alive connection, and the 500 had no request id.
+            # server: uvicorn then drops the keep-alive connection, and the 500 has no request id.
             await unexpected_error(exc)(scope, receive, send_wrapper)
         finally:
             elapsed = time.perf_counter() - started

@@ -84,8 +84,8 @@ def install(
         for name, model in _DOCUMENTED.items():
             body = TypeAdapter(model).json_schema(ref_template=REF, by_alias=True)
             for component, definition in {**body.pop("$defs", {}), name: body}.items():
-                # Two models of one name would overwrite each other's schema silently: the consent
-                # report's answer was documented as the ingest model of the same class name.
+                # Two models of one name would overwrite each other's schema silently (a report's
+                # answer documented as an ingest model of the same class name).
                 if components.get(component, definition) != definition:
                     raise RuntimeError(f"two OpenAPI schemas are named {component}; rename one of the models")
                 components[component] = definition

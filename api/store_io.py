@@ -1,9 +1,9 @@
 """Config-store calls made from async code (the storefront routes' guard, identify, private tracking).
 
 Run on the event loop, a store that hangs rather than refuses (a stalled PostgreSQL: its kernel keeps
-the connection, nothing answers) held the loop, and with it every request and `/health` of the
-server (a black-box check). Here such a call holds one thread and is answered as a 503 to retry
-after ``DEADLINE_SECONDS``.
+the connection, nothing answers) would hold the loop, and with it every request and `/health` of the
+server. Here such a call holds one thread and is answered as a 503 to retry after
+``DEADLINE_SECONDS``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from api.errors import ServiceUnavailable, store_unavailable
 
 DEADLINE_SECONDS = 5.0
 # After a call ran out of time, the store is taken as away for this long: calls fail at once instead
-# of each waiting out the deadline (an identify, a lookup then a link, took two deadlines).
+# of each waiting out the deadline (an identify, a lookup then a link, would take two).
 AWAY_SECONDS = 5.0
 T = TypeVar("T")
 _away_until: weakref.WeakKeyDictionary[Engine, float] = weakref.WeakKeyDictionary()

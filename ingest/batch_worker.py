@@ -1,9 +1,9 @@
 """Event batches normalised in worker processes: the events route's heavy middle on the other cores.
 
-The event loop's thread is the events route's limit: of its ~700 µs for a batch of 50, decoding and
-validating the body, building the lake columns and encoding the log line are ~40 %
-(bench/RESULTS.md, 2026-11-23, sixth session). A worker process does that part; the server keeps
-what needs its own state: the guard, the throttle, the claims on event ids, the durable log. A body
+The event loop's thread is the events route's limit, and decoding and validating the body, building
+the lake columns and encoding the log line are a large part of its work on a batch (the figures are in
+docs/decisions.md). A worker process does that part, which frees the event loop for what needs the
+server's own state: the guard, the throttle, the claims on event ids, the durable log. A body
 the fast path does not take whole (a bad event, malformed JSON: ``parse_event_batch`` says None)
 goes the in-process way, which reports each problem; so does every body while no worker answers.
 

@@ -15,9 +15,9 @@ def encode_event_batch(common: dict[str, Any], columns: EventColumns) -> bytes:
     """One log line per batch: the columns its events share by definition, once (``h``); a column
     that happens to hold one value for every event of the batch (a visitor, a session, a date, the
     currency, or nothing at all), that value once (``s``); the others as lists (``c``; ``event_id``
-    always, it gives the batch's length). Hoisting halves a storefront batch's line, and the flusher
-    parses ~60 % less JSON (bench/RESULTS.md, 2026-11-23, sixth session). (Logs of earlier versions
-    also hold lines with every column in ``c``, ``r`` lines, a list of row objects, and single rows.)
+    always, it gives the batch's length). Hoisting shortens a storefront batch's line, and the flusher
+    parses that much less JSON. (The flusher also reads the line forms older logs hold: every column
+    in ``c``, ``r`` lines, a list of row objects, and single rows.)
 
     No column mixes numbers and booleans, so ``count`` (which compares with ``==``) sees one value
     only where there is one."""

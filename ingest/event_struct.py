@@ -1,8 +1,8 @@
 """Event batches decoded by msgspec: the storefront's busiest body, parsed and validated in one pass.
 
 The structs are derived from the documented TypedDicts (``ingest.schemas.EventBatch``, ``EventIn``),
-so the wire shape and its limits are declared once. msgspec decodes and validates a batch of 50
-events in about a third of pydantic-core's time (bench/RESULTS.md, 2026-11-23, fourth session).
+so the wire shape and its limits are declared once. msgspec decodes and validates a batch in a
+fraction of pydantic-core's time (docs/decisions.md has the figures).
 
 Where the two libraries read a value differently, the struct takes the narrower form and anything
 else fails the whole body over to pydantic's per-event path (which then decides, and reports each

@@ -326,8 +326,8 @@ class _BatchContext:
             )
         if name in CATEGORY_EVENTS and not names_a_category(category_path):
             # Its path, else the category its entityId names. A path of only `>` and blanks (' > ')
-            # names none, as an empty one does: it used to be kept and count under `unknown`, though
-            # the entityId said which category the listing was.
+            # names none, as an empty one does: kept, it would count under `unknown`, though the
+            # entityId says which category the listing is.
             category_path = event.entity_id or category_path or UNKNOWN_CATEGORY
         timestamp = event.timestamp
         if timestamp is None:

@@ -33,15 +33,15 @@ from warehouse.lake import Lake, LakeTable
 log = structlog.get_logger("aisle.flusher")
 
 # Event batches are logged as one line each: {"h": <columns every event shares>, "s": {<column>: value}
-# for columns with one value in the batch, "c": {<column>: [values]} for the others} (logs of earlier
-# versions: every column in "c", or "r": [<row objects>] instead).
+# for columns with one value in the batch, "c": {<column>: [values]} for the others} (older logs also
+# hold lines with every column in "c", or "r": [<row objects>] instead, read the same way).
 SHARED_EVENT_COLUMNS = ("site_id", "received_at", "channel", "client_platform", "client_version")
 BATCH_LINE_START = b'{"h":'
 
 
 def _read_lines(data: bytes, schema: pa.Schema) -> pa.Table:
-    # One block on one thread: Arrow's threaded reader took a third more CPU for the same read, and
-    # the other core is the server's (bench/RESULTS.md, 2026-11-23, sixth session).
+    # One block on one thread: Arrow's threaded reader spends more CPU for the same read, and the
+    # other core is the server's.
     return pajson.read_json(
         io.BytesIO(data),
         read_options=pajson.ReadOptions(

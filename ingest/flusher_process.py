@@ -1,9 +1,9 @@
 """The events flusher in a process of its own: the server's log of events to the lake, every second.
 
-In the server's process the flusher took the GIL from the request thread often enough to cost a
-quarter of the events route's throughput (bench/RESULTS.md, 2026-11-23, fourth session); here it runs
-on the other core. The server still flushes events itself when asked (the flush hook, shutdown) and
-on start, under the same cross-process lock, so either may run a flush and neither runs one twice.
+In the server's process the flusher takes the GIL from the request thread often enough to cost the
+events route a large share of its throughput (docs/decisions.md); here it runs on the other core.
+The server still flushes events itself when asked (the flush hook, shutdown) and on start, under the
+same cross-process lock, so either may run a flush and neither runs one twice.
 
     python -m ingest.flusher_process DATA_DIR INTERVAL_SECONDS SERVER_PID
 

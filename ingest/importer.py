@@ -124,7 +124,7 @@ MONEY_FIELDS = frozenset({"value", "total", "subtotal", "tax", "shipping", "disc
 
 def _money_as_text(field: pa.Field) -> pa.DataType:
     """``field``'s type with money held as a 32- or 16-bit float read as text instead: widened to a
-    double, 0.1 became 0.10000000149..., past what a money number may carry; Arrow writes each such
+    double, 0.1 becomes 0.10000000149..., past what a money number may carry; Arrow writes each such
     float as the shortest text that reads back as it (0.1)."""
     kind = field.type
     if pa.types.is_struct(kind):

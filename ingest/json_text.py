@@ -1,7 +1,7 @@
 """JSON text as clients mean it, for every body and file we ingest.
 
 Integers stay exact at any size: orjson (and most decoders) silently read one past 64 bits as a
-float, so an id or amount of 20 digits was stored changed; here the rules that follow (64-bit
+float, so an id or amount of 20 digits would be stored changed; here the rules that follow (64-bit
 metadata, money's digits) refuse it by name. A lone UTF-16 surrogate escape (``"\\ud800"``), which
 JavaScript's ``JSON.stringify`` writes for a string cut inside an emoji, is read as U+FFFD, the
 character ``TextEncoder`` and browsers make of it, instead of refusing the whole batch.

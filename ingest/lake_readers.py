@@ -1,12 +1,12 @@
 """Is the lake writer's data directory the one the servers read? Proved through the directory itself.
 
-A standby `aisle flush` given a *copy* of the data directory (its ``log-id`` copied with it) took
-over when the real writer died and moved the log into the copy's lake, which no server reads. Nothing
-inside a copy tells it apart from the original, so the proof comes from the readers: each `aisle serve`
-of a Redis log registers in Redis and, twice a second, records the writer marks it finds in its own
-data directory (``lake-writers/<mark>``, one file per writer, so writers proving at once do not hide
-each other's). A writer writes a fresh mark of its own and moves nothing from the log until every
-server registered has recorded it: only then does it take the writer lease. So:
+A standby `aisle flush` given a *copy* of the data directory (its ``log-id`` copied with it) would
+take over when the real writer dies and move the log into the copy's lake, which no server reads.
+Nothing inside a copy tells it apart from the original, so the proof comes from the readers: each
+`aisle serve` of a Redis log registers in Redis and, twice a second, records the writer marks it finds
+in its own data directory (``lake-writers/<mark>``, one file per writer, so writers proving at once do
+not hide each other's). A writer writes a fresh mark of its own and moves nothing from the log until
+every server registered has recorded it: only then does it take the writer lease. So:
 
 - a writer on a copy is never proved while servers run on the original; it stops after
   ``PROOF_SECONDS`` without having held the lease, and the real directory's writer is never kept

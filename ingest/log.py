@@ -120,8 +120,8 @@ class FileChunks:
 
     def chunks(self) -> Iterator[Chunk]:
         # What the log holds now, and no more: lines appended while this flush runs wait for the next
-        # one. (Chasing them, the events flusher process wrote ~30 small files a second under load,
-        # each with its syncs and renames: two thirds of its CPU; bench/RESULTS.md, 2026-11-23.)
+        # one. Chasing them, the events flusher process would write many small files a second under
+        # load, each with its syncs and renames.
         target = self.files.durable_end
         while True:
             start = self.files.checkpoint()

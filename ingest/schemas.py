@@ -220,12 +220,12 @@ class _Wire(BaseModel):
 
 # Events are validated into plain dicts keyed by their lake column names (TypedDicts, not models):
 # on the busiest route that halves the cost of validation and lets a validated event become its lake
-# row without copying attribute by attribute (bench/RESULTS.md, 2026-11-23).
+# row without copying attribute by attribute.
 
 
 @with_config(_WIRE_DICT)
 class Consent(TypedDict, total=False):
-    # JSON booleans only: lax pydantic read "yes", "true" and 1 as true (and msgspec's path did not).
+    # JSON booleans only: lax pydantic reads "yes", "true" and 1 as true (and msgspec's path does not).
     necessary: StrictBool | None
     analytics: StrictBool | None
     marketing: StrictBool | None

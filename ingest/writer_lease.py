@@ -2,8 +2,8 @@
 
 The data directory's lock (a local ``flock``) keeps a second flusher off the same directory on the same
 machine, but not one on another machine mounting it, nor one given a copy of the directory's ``log-id``:
-such a flusher took stream entries into a lake nobody reads. The writer holds a Redis key naming it,
-with a time to live it renews; a second writer waits for the key to expire (a writer killed with
+such a flusher would take stream entries into a lake nobody reads. The writer holds a Redis key
+naming it, with a time to live it renews; a second writer waits for the key to expire (a writer killed with
 ``kill -9`` lets its successor in within ``TTL_SECONDS``) and is refused when it never does.
 """
 
@@ -27,9 +27,9 @@ LEASE_KEY = "aisle:log:lake-writer"
 TTL_SECONDS = 15
 RENEW_SECONDS = 5
 
-# Renew our own lease, or take it back when it ran out while Redis was away and nobody took it (a
-# stall longer than the time to live stopped the only writer for good: a black-box check); another
-# writer's is left alone.
+# Renew our own lease, or take it back when it ran out while Redis was away and nobody took it (else
+# a stall longer than the time to live would stop the only writer for good); another writer's is left
+# alone.
 _RENEW = """
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] or not holder then

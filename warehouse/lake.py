@@ -162,7 +162,7 @@ class LakeTable:
         a merged run from polars), typed nulls for the columns it lacks; other columns left out.
 
         ``keep_string_views`` leaves a flat string-view column as it is (polars hands its strings over
-        as views; a copy to Arrow's strings took ~20 % of a merge of demo traffic): Parquet stores
+        as views; a copy to Arrow's strings takes ~20 % of a merge of demo traffic): Parquet stores
         every string type alike, so such a table is written without its Arrow schema and reads back
         in this one. Parquet's writer takes views only outside lists and structs."""
 

@@ -57,8 +57,8 @@ def date_range(site: Site, start: date | None, end: date | None) -> tuple[date, 
     return start, end
 
 
-# Paging deeper than this is refused with a 400 rather than handed to the engine (whose OFFSET is a
-# 64-bit integer: a larger number was a 500).
+# Paging deeper than this is refused with a 400 rather than handed to the engine, whose OFFSET is a
+# 64-bit integer: a larger number fails inside the query, as a 500.
 MAX_OFFSET = 10_000_000
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description=f"Rows to skip (0 to {MAX_OFFSET:,}).")]
 Limit = Annotated[int, Query(ge=1, le=500, description="Rows to return.")]

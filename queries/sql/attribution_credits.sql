@@ -33,7 +33,7 @@ conversions AS (
     FROM purchase_events
     -- Against every sale of the site, as the overview and funnels read it: a sale of another day
     -- (the event stored days from its order) is still that sale, not a second conversion, and a
-    -- refund's id names no sale (it used to be any order a day either side of the range).
+    -- refund's id names no sale.
     WHERE order_ref IS NULL OR NOT is_a_sale($site_id, order_ref)
 ),
 touchpoints AS (

@@ -7,7 +7,7 @@ WITH scoped AS (
     SELECT person_id, session_id, ts, event_id, name, product_item_code,
         CASE WHEN name = 'category_filter' THEN metadata END AS filter_metadata,
         -- The product's name: metadata.name, else productName; an empty one names nothing (as in the
-        -- catalog and tracking status), so `name: ""` no longer hid an earlier or a productName.
+        -- catalog and tracking status), so `name: ""` does not hide an earlier name or a productName.
         CASE WHEN product_item_code IS NOT NULL THEN coalesce(
             nullif(json_extract_string(metadata, '$.name'), ''),
             nullif(json_extract_string(metadata, '$.productName'), '')

@@ -1,7 +1,7 @@
 -- Filter uses of `category_events` (category_filter events): the filter is metadata.filterName, else
 -- filterType, else filter ('unknown' when none); its value metadata.filterValue, else value (may be
 -- null). An empty text names nothing, as a null does: `filterName: ""` beside `filterType: "price"` is
--- the price filter (it was a filter named ''). Per filter and value: uses, distinct people and distinct
+-- the price filter, not one named ''. Per filter and value: uses, distinct people and distinct
 -- categories; `total_uses` counts every use, also of the rows past $limit.
 WITH uses AS (
     SELECT person_id, category_path,

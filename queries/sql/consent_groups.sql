@@ -2,8 +2,8 @@
 -- stated value of $category in the range: `granted`, `denied`, or `unstated` (never stated it in the
 -- range). Into the cursor's temporary table `consent_groups`. A refund is no activity of its person:
 -- the shop sends it, the person did nothing in the range (as the overview and correlations count
--- people); counted, a person whose only row in the range was a refund joined a group as a
--- non-converting person and lowered its conversion rate.
+-- people); counted, a person whose only row in the range is a refund would join a group as a
+-- non-converting person and lower its conversion rate.
 CREATE OR REPLACE TEMP TABLE consent_groups AS
 WITH latest AS (
     SELECT person_id, arg_max(granted, (ts, rank, id)) AS granted

@@ -3,8 +3,8 @@
 -- person is a shop user: the visitor was linked to a user id at any time, or the row carries one) and
 -- anonymous; `converters` bought in the range (an order that is not a refund, or a purchase event
 -- that names no sale: one naming a sale is that sale, its person's). A blank user id ('', ' ') is no
--- user, as in people_views.sql: `nullif(user_id, '')` took ' ' for one, so a never-linked visitor
--- sending it was an identified person (and a sale carrying it identified revenue).
+-- user, as in people_views.sql: `nullif(user_id, '')` would take ' ' for one, so a never-linked
+-- visitor sending it would be an identified person (and a sale carrying it identified revenue).
 WITH activity AS (
     SELECT person_id, user_of(user_id) IS NOT NULL OR person_id <> visitor_id AS identified,
         name = 'purchase' AND NOT names_a_sale(site_id, metadata) AS purchased

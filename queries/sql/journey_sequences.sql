@@ -1,5 +1,5 @@
 -- One page of the journeys of `journey_summary` as their event names in order, newest first. The page
--- is chosen first: ordering every journey's names cost seconds on a month of 10 M entries.
+-- is chosen first: ordering every journey's names costs seconds on a month of 10 M entries.
 WITH page AS (
     SELECT journey_key, started_at
     FROM journey_summary

@@ -5,7 +5,7 @@
 -- `journey_keys` has an entry in a partition before `stream_scan_from`. A journey's entries are in
 -- the order (ts, source, id): at one instant events before sales, each by id.
 -- A table macro, not a table: each report reads the stream once, and storing a month's 10 M entries
--- (and numbering them) cost more than reading the events again. Its sales are the rows of
+-- (and numbering them) costs more than reading the events again. Its sales are the rows of
 -- `journey_sales` in `journey_keys`, which readers needing only sales read directly.
 CREATE OR REPLACE TEMP MACRO journey_stream(stream_site, stream_scan_from) AS TABLE
 WITH journey_events AS (

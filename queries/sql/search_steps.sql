@@ -12,8 +12,8 @@
 -- query are read past the first scan.
 CREATE OR REPLACE TEMP TABLE search_steps AS
 -- Each event's query and result count are read from its metadata once, here, and the metadata goes no
--- further: carrying it through the materialised CTE cost more than reading it, and the query was read
--- twice before (for the session filter and for the steps).
+-- further: carrying it through the materialised CTE costs more than reading it, and the session
+-- filter and the steps both need the query.
 WITH scoped AS (
     SELECT e.site_id, person_of(l.user_id, e.user_id, e.visitor_id) AS person_id, e.session_id, e.event_id, e.ts,
         e.date, e.name, e.product_item_code, e.result_count, e.query

@@ -13,8 +13,8 @@ def link(conn: Connection, *, site_id: str, visitor_id: str, user_id: str) -> bo
     """Store the link; True when the visitor's history now joins this user's: the link is new and the
     visitor was linked to no other user before (analytics count a visitor as its first user; a
     later one, a shared device, is kept but merges nothing)."""
-    # Servers linking one visitor at once each read "no user yet" and both answered merged (a
-    # black-box check): links of a visitor are made one transaction at a time.
+    # Servers linking one visitor at once would each read "no user yet" and both answer merged: links
+    # of a visitor are made one transaction at a time.
     if conn.dialect.name == "postgresql":
         conn.execute(
             text("SELECT pg_advisory_xact_lock(hashtextextended(:visitor, 0))"),

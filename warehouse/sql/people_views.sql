@@ -24,9 +24,9 @@ CREATE OR REPLACE MACRO person_of(linked_user, own_user, visitor) AS
 -- People of a set of sites, for queries: `site_ids` is the list of sites a query reads (a one-site
 -- query passes `[$site_id]`); NULL reads every site (the whole-lake views below). Every query reads
 -- people through these, so the links come from its own sites only: a query's filter on a view joining
--- `visitor_users` reached the links' scans only when it was `site_id = <one value>` (DuckDB carries an
--- equality across the join's condition, not a `list_contains`), so the organisation-wide routes built
--- every site's links, every tenant's, and hashed their events instead of the links (EXPLAIN ANALYZE).
+-- `visitor_users` reaches the links' scans only when it is `site_id = <one value>` (DuckDB carries an
+-- equality across the join's condition, not a `list_contains`), so the organisation-wide routes would
+-- build every site's links, every tenant's, and hash their events instead of the links.
 -- A filter on `visitor_users` itself reaches its scans through its GROUP BY (site_id is a key).
 CREATE OR REPLACE MACRO visitor_users_in(site_ids) AS TABLE
 SELECT * FROM visitor_users WHERE site_ids IS NULL OR list_contains(site_ids, site_id);
@@ -69,8 +69,8 @@ CREATE OR REPLACE MACRO category_path_of(path) AS coalesce(
 -- Whether an order id (a purchase event's metadata.orderId) is a sale of its site: such an event is
 -- that sale, whoever sent it (a forwarded thank-you page), so the sale counts once, for the order's
 -- person. The subquery names its columns apart from every column of events and orders: DuckDB puts
--- a macro's arguments into its body as written, so a caller's bare `site_id` (in a WHERE clause) was
--- bound to the orders' own `site_id`, and another site's sale of the same id counted as this site's.
+-- a macro's arguments into its body as written, so a caller's bare `site_id` (in a WHERE clause) would
+-- bind to the orders' own `site_id`, and another site's sale of the same id count as this site's.
 CREATE OR REPLACE MACRO is_a_sale(site, order_ref) AS EXISTS (
     SELECT 1 FROM (SELECT site_id AS sale_site, order_id AS sale_order_id FROM orders WHERE NOT is_refund)
     WHERE sale_site = site AND sale_order_id = order_ref
@@ -110,8 +110,8 @@ END;
 -- as the no-break space too) one space, trimmed; NULL when nothing is left.
 -- Metadata whose text has no 'q', no 'searchQuery', no 'searchTerm' and no backslash (a key spelled
 -- with escapes) names none of the four keys, so it is not parsed: most events of a shop carry no query,
--- and parsing is most of the cost. The test stays inside `nullif` (measured: around the whole
--- expression it made the rows that do carry a query half as slow again).
+-- and parsing is most of the cost. The test stays inside `nullif`: around the whole expression it
+-- makes the rows that do carry a query half as slow again.
 CREATE OR REPLACE MACRO search_query_of(metadata) AS nullif(lower(trim(regexp_replace(CASE
     WHEN contains(metadata, 'q') OR contains(metadata, 'searchQuery') OR contains(metadata, 'searchTerm')
         OR contains(metadata, '\') THEN coalesce(

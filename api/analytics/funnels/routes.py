@@ -130,13 +130,11 @@ def export_funnel_step(
         ),
     ] = None,
 ) -> StreamingResponse:
-    """The people who reached the step (the ones the report counts there), streamed in person-id
-    order: columns `personId` (the linked user when the visitor was ever identified, else the
-    visitor) and `reachedAt` (ISO 8601, UTC) from their first most complete conversion. When the
-    name appears more than once in `steps`, `stepIndex` chooses the step, the first occurrence by
-    default. In `any` order, step n's people are those who did step 1 and any n - 1 of the others,
-    as the report counts them, and `reachedAt` is when the last of those happened. A name that is
-    not one of the steps answers 400 `STEP_NOT_IN_FUNNEL`."""
+    """The people who reached the step that `eventName` and `stepIndex` choose (the ones the report
+    counts there), streamed in person-id order: columns `personId` (the linked user when the visitor
+    was ever identified, else the visitor) and `reachedAt` (ISO 8601, UTC) from their first most
+    complete conversion. In `any` order, where `order` says who step n's people are, `reachedAt` is
+    when the last of their steps happened."""
     step = service.step_position(query.steps, event_name, step_index)
     rows = service.people_rows(engine, query, step=step)
     name = service.people_export_name(query, event_name=event_name, step=step)

@@ -74,10 +74,9 @@ def events_timeseries(
     name: EventName = None,
 ) -> EventTimeseries:
     """Events and people per bucket, every bucket of the range included (zeros too). Dates are
-    inclusive, in the site's time zone; the last 30 days by default. Day and week buckets are named by
-    their local date (`2026-10-25T00:00:00`), hour buckets by their local start with its UTC offset
-    (`2026-10-25T01:00:00+01:00`), so a day when summer time ends has 25 of them and one when it starts 23. A range covers at most ten years
-    (400 `DATE_RANGE_TOO_LONG`), an hourly one 31 days (400 `RANGE_TOO_LONG_FOR_INTERVAL`)."""
+    inclusive, in the site's time zone; the last 30 days by default. Buckets are named as `bucket`
+    says, so a day when summer time ends has 25 hour buckets and one when it starts 23. A range covers
+    at most ten years, an hourly one 31 days (the 400 answer names the codes)."""
     return service.get_timeseries(
         engine, site=site, start_date=start_date, end_date=end_date, interval=interval, name=name
     )
