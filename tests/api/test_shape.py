@@ -112,4 +112,3 @@ def test_every_2xx_answer_is_described_by_the_schema(settings):
                 if not content or not all(media.get("schema") for media in content.values()):
                     undescribed.append(f"{method.upper()} {path} {status}")
     assert undescribed == []
-
