@@ -8,6 +8,7 @@ from functools import partial
 import redis
 from fastapi import Depends, FastAPI
 from fastapi.responses import Response
+from fastapi.routing import APIRoute
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from aisle.gc_tuning import tune_for_serving
@@ -206,6 +207,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             f"{API_PREFIX}{route.path}"
             for router in (public_ingest_router, tracking_router)
             for route in router.routes
+            if isinstance(route, APIRoute)
         ),
         f"{API_PREFIX}{public_router.prefix}{CONSENT_PATH}",
     ]

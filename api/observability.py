@@ -9,7 +9,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import BinaryIO, TextIO, cast
 
 import orjson
 import structlog
@@ -17,18 +18,22 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from structlog.typing import Processor, WrappedLogger
 
 from api.errors import CLIENT_CLOSED_REQUEST, unexpected_error
 
 
 def configure_logging(*, json: bool) -> None:
+    # structlog's loggers only write to their file and flush it, which _Stderr does for bytes and text.
+    renderer: Processor
+    factory: Callable[..., WrappedLogger]
     if json:
         # One orjson encoding and one write per line: request logs sit on the hot path.
         renderer = structlog.processors.JSONRenderer(serializer=orjson.dumps)
-        factory = structlog.BytesLoggerFactory(file=_Stderr())
+        factory = structlog.BytesLoggerFactory(file=cast(BinaryIO, _Stderr()))
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=False)
-        factory = structlog.PrintLoggerFactory(file=_Stderr())
+        factory = structlog.PrintLoggerFactory(file=cast(TextIO, _Stderr()))
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

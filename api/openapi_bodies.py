@@ -103,4 +103,4 @@ def install(
             document(schema)
         return schema
 
-    app.openapi = openapi
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's way to extend the schema it builds

@@ -19,7 +19,7 @@ import re
 import types
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any, NotRequired, Required, Union, get_args, get_origin
+from typing import Annotated, Any, NotRequired, Protocol, Required, Union, get_args, get_origin
 
 import annotated_types
 import msgspec
@@ -162,4 +162,15 @@ EventBatchStruct = struct_of(EventBatch)
 EventStruct = struct_of(EventIn)
 ConsentStruct = struct_of(Consent)
 
-EVENT_BATCH_DECODER = msgspec.json.Decoder(EventBatchStruct, dec_hook=_decode_hook)
+
+class DecodedBatch(Protocol):
+    """A batch as ``EVENT_BATCH_DECODER`` reads it. Its struct is made at import from ``EventBatch``, so
+    no static type names the fields: this says the two the fast path reads."""
+
+    events: list[Any]
+    sent_at: datetime | None
+
+
+EVENT_BATCH_DECODER: msgspec.json.Decoder[DecodedBatch] = msgspec.json.Decoder(
+    EventBatchStruct, dec_hook=_decode_hook
+)

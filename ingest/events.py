@@ -30,11 +30,12 @@ from typing import Any
 import msgspec
 import orjson
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import ErrorDetails
 
 from ingest.category_paths import UNKNOWN_CATEGORY, names_a_category
 from ingest.currency import resolve_currency
 from ingest.event_names import ALLOWED_NAMES_TEXT, CANONICAL_EVENT_NAMES, EVENT_FAMILIES
-from ingest.event_struct import EVENT_BATCH_DECODER, ConsentStruct, EventStruct
+from ingest.event_struct import EVENT_BATCH_DECODER, ConsentStruct, DecodedBatch, EventStruct
 from ingest.schemas import (
     BROKEN_CHARACTER,
     BROKEN_ID,
@@ -43,7 +44,7 @@ from ingest.schemas import (
     MAX_ID_LENGTH,
     EventIn,
 )
-from ingest.validation import Context, Rejected, checked_currency, common_columns, event_time, micros, money
+from ingest.validation import Context, Rejected, checked_currency, event_time, micros, money
 
 PRODUCT_EVENTS = frozenset(EVENT_FAMILIES["product"])
 CATEGORY_EVENTS = frozenset(EVENT_FAMILIES["category"])
@@ -51,7 +52,7 @@ CATEGORY_EVENTS = frozenset(EVENT_FAMILIES["category"])
 EVENT_LIST = TypeAdapter(list[EventIn])
 
 
-def _event_error(error: dict[str, Any]) -> Rejected:
+def _event_error(error: ErrorDetails) -> Rejected:
     field_path = [str(p) for p in error["loc"][1:]]
     where = ".".join(field_path) or "event"
     reason = f"{where}: {error['msg']}"
@@ -116,10 +117,14 @@ def _screen(raws: list[Any]) -> dict[int, Rejected]:
             bad[index] = Rejected(
                 "UNKNOWN_EVENT_NAME", f"{raw['name']!r} is not a canonical event name ({ALLOWED_NAMES_TEXT})"
             )
-        elif check_sizes and (size := _json_size(raw)) is None:
-            bad[index] = _unstorable()
-        elif check_sizes and size > MAX_EVENT_BYTES:
-            bad[index] = Rejected("EVENT_TOO_LARGE", f"event is larger than {MAX_EVENT_BYTES} bytes as JSON")
+        elif check_sizes:
+            size = _json_size(raw)
+            if size is None:
+                bad[index] = _unstorable()
+            elif size > MAX_EVENT_BYTES:
+                bad[index] = Rejected(
+                    "EVENT_TOO_LARGE", f"event is larger than {MAX_EVENT_BYTES} bytes as JSON"
+                )
     return bad
 
 
@@ -133,7 +138,9 @@ def event_log_columns(raws: list[Any], ctx: Context) -> tuple[EventColumns, Even
         events = EVENT_LIST.validate_python([raws[i] for i in candidates])
     except ValidationError as exc:
         for error in exc.errors(include_url=False):
-            bad.setdefault(candidates[error["loc"][0]], _event_error(error))
+            position = error["loc"][0]
+            assert isinstance(position, int)  # a list's errors are located by index first
+            bad.setdefault(candidates[position], _event_error(error))
         candidates = [i for i in candidates if i not in bad]
         events = EVENT_LIST.validate_python([raws[i] for i in candidates])
     return _columns_of(list(map(_as_struct, events)), candidates, bad, ctx)
@@ -146,7 +153,7 @@ def _as_struct(event: EventIn) -> Any:
     return EventStruct(**fields)
 
 
-def parse_event_batch(body: bytes) -> Any | None:
+def parse_event_batch(body: bytes) -> DecodedBatch | None:
     """The fast path for a whole batch body: JSON parsed and every event validated in one call into
     msgspec (``ingest.event_struct``). None when anything needs the per-event path (a bad event, a
     value read differently by the two libraries, a body large enough that single events could break
@@ -233,21 +240,6 @@ def _columns_of(
 
 
 CONSENT_PARTS = ("necessary", "analytics", "marketing", "preferences")
-
-
-def event_rows(raws: list[Any], ctx: Context) -> tuple[list[dict[str, Any]], EventFailures]:
-    """Whole lake rows (log columns with the batch's common columns) and the rejections by index."""
-    columns, rejected = event_log_columns(raws, ctx)
-    common = common_columns(ctx)
-    rows = zip(*columns.values(), strict=True)
-    return [{**dict(zip(columns, row, strict=True)), **common} for row in rows], rejected
-
-
-def event_row(raw: Any, ctx: Context) -> dict[str, Any]:
-    rows, rejected = event_rows([raw], ctx)
-    if rejected:
-        raise rejected[0][1]
-    return rows[0]
 
 
 DAY_US = 86_400_000_000

@@ -247,8 +247,9 @@ def product_dwell(engine: Engine, query: ProductRange, *, product: dict[str, Any
             DwellDay(
                 date=d["day"],
                 events=d["measured"],
-                avg_seconds=_round(d["avg_seconds"]),
-                median_seconds=_round(d["median_seconds"]),
+                # a day is listed for its measured durations, so it has an average and a median
+                avg_seconds=round(float(d["avg_seconds"]), 3),
+                median_seconds=round(float(d["median_seconds"]), 3),
             )
             for d in daily
         ],
@@ -534,8 +535,11 @@ class CatalogCounts(CamelModel):
     feed_products_seen: int
 
 
+TrackingState = Literal["ok", "partial", "not_tracking"]
+
+
 class TrackingStatus(CamelModel):
-    status: Literal["ok", "partial", "not_tracking"]
+    status: TrackingState
     range: RangeOut
     product_module_enabled: bool | None
     events: list[TrackedEvent]
@@ -633,6 +637,7 @@ def tracking_status(
     ]
     by_name = {e.name: e for e in events}
     orders = TrackedOrders(**library.run(engine, "product_tracking_orders", params).to_pylist()[0])
+    status: TrackingState
     if by_name["product_view"].events and by_name["add_to_cart"].events:
         status = "ok"
     elif any(e.events for e in events):

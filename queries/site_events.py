@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 from zoneinfo import ZoneInfo
 
 import orjson
@@ -89,9 +89,15 @@ def events_page(
     }
 
 
+class TimeseriesRow(TypedDict):
+    bucket: str
+    events: int
+    people: int
+
+
 def timeseries(
     engine: Engine, site_id: str, *, start: date, end: date, timezone: str, interval: Bucket, name: str | None
-) -> list[dict[str, Any]]:
+) -> list[TimeseriesRow]:
     """Every bucket from start to end (site time zone), zero buckets included. Days and weeks are named
     by their local date; hours by their local start with its UTC offset, so a day when summer time
     starts has 23 and one when it ends 25, the repeated hour told apart by its offset. An hour bucket is

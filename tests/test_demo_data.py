@@ -29,7 +29,6 @@ from aisle.demo_data import (
     make_catalog,
 )
 from ingest.consent import consent_row
-from ingest.events import event_row
 from ingest.orders import order_row
 from ingest.service import Ingest
 from ingest.validation import Context
@@ -40,6 +39,7 @@ from queries.overview import Scope
 from queries.products import ProductRange, product_dwell
 from queries.revenue import ReportRange
 from queries.search_analytics import top_products, top_queries, zero_result_queries
+from tests.ingest.event_rows import event_row
 from warehouse.config_store import sites, users
 from warehouse.config_store.product_identity import product_id_for
 from warehouse.config_store.store import create_store_engine, migrate

@@ -13,7 +13,7 @@ from sqlalchemy import Connection
 from aisle.settings import Settings
 from api.auth import tokens
 from api.auth.schemas import MfaSetup, MfaStatus
-from api.errors import BadRequest, Conflict
+from api.errors import BadRequest, Conflict, Unauthorized
 from api.throttle import GuessThrottle, Limit
 from warehouse.config_store import backup_codes, users
 from warehouse.config_store.store import ConfigStore
@@ -79,6 +79,14 @@ def check_code_or_backup(conn: Connection, *, user: dict[str, Any], code: str) -
     return check_totp(conn, user=user, code=code) or check_backup_code(conn, user=user, code=code)
 
 
+def account(conn: Connection, *, user_id: str) -> dict[str, Any]:
+    """The account of a signed-in caller (one deleted since its token was checked: 401)."""
+    user = users.get(conn, user_id=user_id)
+    if user is None:
+        raise Unauthorized("The account no longer exists", code="TOKEN_INVALID")
+    return user
+
+
 def _new_backup_codes(conn: Connection, *, user_id: str) -> list[str]:
     codes = [f"{secrets.token_hex(4)}-{secrets.token_hex(4)}" for _ in range(BACKUP_CODE_COUNT)]
     backup_codes.replace_all(conn, user_id=user_id, code_hashes=[tokens.digest(_normalise(c)) for c in codes])
@@ -87,7 +95,7 @@ def _new_backup_codes(conn: Connection, *, user_id: str) -> list[str]:
 
 def setup(store: ConfigStore, *, user_id: str) -> MfaSetup:
     with store.begin() as conn:
-        user = users.get(conn, user_id=user_id)
+        user = account(conn, user_id=user_id)
         if user["mfa_enabled"]:
             raise Conflict("MFA is already enabled; disable it first", code="MFA_ALREADY_ENABLED")
         secret = pyotp.random_base32()
@@ -102,7 +110,7 @@ def setup(store: ConfigStore, *, user_id: str) -> MfaSetup:
 
 def verify(store: ConfigStore, guesses: GuessThrottle, *, user_id: str, code: str) -> bool:
     with store.begin() as conn:
-        user = users.get(conn, user_id=user_id)
+        user = account(conn, user_id=user_id)
         if not user["mfa_secret"]:
             raise BadRequest("Start with POST /auth/mfa/setup", code="MFA_NOT_SET_UP")
         guesses.count_guess()
@@ -117,7 +125,7 @@ def verify(store: ConfigStore, guesses: GuessThrottle, *, user_id: str, code: st
 
 def enable(store: ConfigStore, guesses: GuessThrottle, *, user_id: str, code: str) -> list[str]:
     with store.begin() as conn:
-        user = users.get(conn, user_id=user_id)
+        user = account(conn, user_id=user_id)
         if user["mfa_enabled"]:
             raise Conflict("MFA is already enabled", code="MFA_ALREADY_ENABLED")
         if not user["mfa_secret"]:
@@ -133,7 +141,7 @@ def enable(store: ConfigStore, guesses: GuessThrottle, *, user_id: str, code: st
 
 def disable(store: ConfigStore, guesses: GuessThrottle, *, user_id: str, code: str) -> None:
     with store.begin() as conn:
-        user = users.get(conn, user_id=user_id)
+        user = account(conn, user_id=user_id)
         if not user["mfa_enabled"]:
             raise BadRequest("MFA is not enabled", code="MFA_NOT_ENABLED")
         guesses.count_guess()
@@ -148,7 +156,7 @@ def regenerate_backup_codes(
     store: ConfigStore, guesses: GuessThrottle, *, user_id: str, code: str
 ) -> list[str]:
     with store.begin() as conn:
-        user = users.get(conn, user_id=user_id)
+        user = account(conn, user_id=user_id)
         if not user["mfa_enabled"]:
             raise BadRequest("MFA is not enabled", code="MFA_NOT_ENABLED")
         guesses.count_guess()
@@ -161,6 +169,6 @@ def regenerate_backup_codes(
 
 def status(store: ConfigStore, *, user_id: str) -> MfaStatus:
     with store.connect() as conn:
-        user = users.get(conn, user_id=user_id)
+        user = account(conn, user_id=user_id)
         remaining = len(backup_codes.list_unused(conn, user_id=user_id)) if user["mfa_enabled"] else 0
     return MfaStatus(enabled=bool(user["mfa_enabled"]), backup_codes_remaining=remaining)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from fastapi import APIRouter, Response
 
@@ -53,8 +54,12 @@ def _tokens(pair: service.TokenPair) -> Tokens:
 
 
 # Routes that count attempts answer 429 (LOGIN_THROTTLED, MFA_THROTTLED, RATE_LIMITED) with Retry-After.
-THROTTLED = {429: error_response("Too many attempts: retry after `Retry-After` seconds.")}
-MFA_ALREADY_ENABLED = {409: error_response("MFA is already enabled; disable it first (MFA_ALREADY_ENABLED).")}
+THROTTLED: dict[int | str, dict[str, Any]] = {
+    429: error_response("Too many attempts: retry after `Retry-After` seconds.")
+}
+MFA_ALREADY_ENABLED: dict[int | str, dict[str, Any]] = {
+    409: error_response("MFA is already enabled; disable it first (MFA_ALREADY_ENABLED).")
+}
 
 
 @router.post(

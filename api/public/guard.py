@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import urlparse
 
 from fastapi import Depends, Path, Request
@@ -24,7 +24,7 @@ VERSION_HEADER = "x-aisle-client-version"
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
 # What every public route answers besides the app's 400, 401 and 403: the guard's unknown key, and
 # its throttle (each route counts its callers).
-PUBLIC_RESPONSES = {
+PUBLIC_RESPONSES: dict[int | str, dict[str, Any]] = {
     404: error_response("Unknown site key (SITE_NOT_FOUND)."),
     429: error_response("Throttled (RATE_LIMITED): retry after `Retry-After` seconds."),
 }
@@ -96,11 +96,10 @@ async def guard_public_site(
         raise NotFound("Unknown site key", code="SITE_NOT_FOUND")
     if not site["is_verified"]:
         raise Forbidden("Site not verified", code="SITE_NOT_VERIFIED")
-    origin = request.headers.get("origin")
-    referer = request.headers.get("referer")
+    page = request.headers.get("origin") or request.headers.get("referer")
     api_key_id = None
-    if origin or referer:
-        if not host_matches(request_host(origin or referer), site["domain"]):
+    if page:
+        if not host_matches(request_host(page), site["domain"]):
             raise Forbidden("Origin validation failed", code="ORIGIN_VALIDATION_FAILED")
         channel = "web"
     else:

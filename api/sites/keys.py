@@ -44,14 +44,14 @@ def rotate(store: Engine, *, site_id: str, key_id: str) -> tuple[dict[str, Any],
         if record["revoked_at"] is not None:
             raise Conflict("A revoked key cannot be rotated; create a new one", code="API_KEY_REVOKED")
         api_keys.update_fields(conn, key_id=key_id, prefix=prefix, key_hash=digest(key))
-        return api_keys.get(conn, key_id=key_id), key
+        return _owned(conn, site_id=site_id, key_id=key_id), key
 
 
 def revoke(store: Engine, *, site_id: str, key_id: str) -> dict[str, Any]:
     with store.begin() as conn:
         _owned(conn, site_id=site_id, key_id=key_id)
         api_keys.revoke(conn, key_id=key_id)
-        return api_keys.get(conn, key_id=key_id)
+        return _owned(conn, site_id=site_id, key_id=key_id)
 
 
 def authenticate(store: Engine, *, site_id: str, presented: str) -> dict[str, Any] | None:

@@ -149,7 +149,9 @@ def create_key(body: ApiKeyCreate, site: WritableSiteById, store: ConfigStoreDep
     return service.create_key(store, site=site, name=body.name, scopes=body.scopes)
 
 
-_NO_SUCH_KEY = {404: error_response("No such key on this site (API_KEY_NOT_FOUND).")}
+_NO_SUCH_KEY: dict[int | str, dict[str, Any]] = {
+    404: error_response("No such key on this site (API_KEY_NOT_FOUND).")
+}
 
 
 @router.post(

@@ -60,7 +60,7 @@ def _currency(value: str | None) -> str | None:
 def _report_zones() -> frozenset[str]:
     # The zones both Python and DuckDB know: reports bucket in DuckDB. The system's tz database also
     # lists `localtime` (the machine's own zone), which DuckDB does not know: every report would fail.
-    known = {row[0] for row in duckdb.sql("SELECT name FROM pg_timezone_names()").fetchall()}
+    known = {row[0] for row in duckdb.execute("SELECT name FROM pg_timezone_names()").fetchall()}
     return frozenset(available_timezones() & known) | {"UTC"}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from aisle.settings import Settings
@@ -266,8 +267,8 @@ def list_keys(store: ConfigStore, *, site: Site) -> list[ApiKeyOut]:
         return [ApiKeyOut(**_key_out(r)) for r in api_keys.list_for_site(conn, site_id=site["id"])]
 
 
-def create_key(store: ConfigStore, *, site: Site, name: str, scopes: list[str]) -> ApiKeyWithSecret:
-    record, secret = keys.create(store, site_id=site["id"], name=name, scopes=scopes)
+def create_key(store: ConfigStore, *, site: Site, name: str, scopes: Sequence[str]) -> ApiKeyWithSecret:
+    record, secret = keys.create(store, site_id=site["id"], name=name, scopes=list(scopes))
     return ApiKeyWithSecret(**_key_out(record), key=secret)
 
 

@@ -155,7 +155,9 @@ def _granular_under_write_name(patch: dict[str, Any]) -> dict[str, Any]:
     GET answer does) merges onto the stored flag instead of colliding with it. Spellings sent together
     must agree: which one to believe is not ours to guess."""
     layer = patch.get("dataLayerConfig")
-    consent = layer.get("cookieConsent") if isinstance(layer, dict) else None
+    if not isinstance(layer, dict):
+        return patch
+    consent = layer.get("cookieConsent")
     if not isinstance(consent, dict) or not any(s in consent for s in _GRANULAR_SPELLINGS):
         return patch
     consent = dict(consent)

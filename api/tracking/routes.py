@@ -43,7 +43,7 @@ from ingest.schemas import (
 )
 
 # What every ingestion route may answer besides its own codes, in the one envelope.
-_STORAGE_RESPONSES = {
+_STORAGE_RESPONSES: dict[int | str, dict[str, Any]] = {
     413: error_response(
         f"The body is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB once inflated (BODY_TOO_LARGE)."
     ),
@@ -112,7 +112,7 @@ async def accept_event_batch(batches: EventBatches, request: Request, site_key: 
     )
 
 
-DUPLICATE_ORDER_RESPONSE = {
+DUPLICATE_ORDER_RESPONSE: dict[int | str, dict[str, Any]] = {
     409: error_response(
         "The orderId was stored within the duplicate window (DUPLICATE_ORDER); nothing stored."
     )

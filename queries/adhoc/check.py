@@ -42,7 +42,7 @@ def _allowed_function_classes() -> frozenset[type]:
     return frozenset(classes)
 
 
-def check_tree(tree: exp.Expression, source: str, *, written: Written | None = None) -> None:
+def check_tree(tree: exp.Expr, source: str, *, written: Written | None = None) -> None:
     """Refuse what the guard does not allow anywhere in ``tree`` (parsed from ``source``); ``written``
     says how the caller wrote a refused function or parameter when ``tree`` is not their text."""
     written = written or partial(as_written, source=source)
@@ -143,7 +143,7 @@ def _visible_ctes(table: exp.Table) -> set[str]:
     """The CTE names in scope where ``table`` is: all CTEs of an enclosing query's WITH when the table is
     in the query's body; only the earlier ones (and itself when RECURSIVE) when it is inside a CTE."""
     names: set[str] = set()
-    child: exp.Expression = table
+    child: exp.Expr = table
     parent = table.parent
     while parent is not None:
         if isinstance(parent, exp.With):
@@ -218,7 +218,7 @@ def _is_a_variable(column: exp.Column) -> bool:
     name = column.name.lower()
     parent = column.parent
     while parent is not None:
-        variables: list[exp.Expression] = []
+        variables: list[exp.Expr] = []
         if isinstance(parent, exp.Lambda):
             variables = parent.expressions
         elif isinstance(parent, exp.Comprehension) and parent.args.get("expression"):
@@ -229,7 +229,7 @@ def _is_a_variable(column: exp.Column) -> bool:
     return False
 
 
-def check_parameter(node: exp.Expression, *, written: Written | None = None) -> str:
+def check_parameter(node: exp.Expr, *, written: Written | None = None) -> str:
     """The name of a parameter, or SQL_PARAMETER_UNNAMED for a positional one."""
     name = parameter_name(node)
     if name is None:

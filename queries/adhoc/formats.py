@@ -13,7 +13,7 @@ import io
 from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import orjson
@@ -88,7 +88,7 @@ def _scalar_value(value: pa.Scalar) -> Any:
         raw = value.cast(pa.int64() if pa.types.is_timestamp(kind) else pa.int32()).as_py()
         if raw in _INFINITIES:
             return _INFINITIES[raw]
-        unit = kind.unit if pa.types.is_timestamp(kind) else "D"
+        unit: Literal["s", "ms", "us", "ns", "D"] = kind.unit if pa.types.is_timestamp(kind) else "D"
         # numpy writes any year (Arrow and Python stop at 9999).
         zone = "Z" if getattr(kind, "tz", None) else ""
         return f"{np.datetime64(raw, unit)}{zone}"

@@ -71,13 +71,13 @@ def _tokens(sql: str, *, dialect: str) -> list[Token]:
         raise
 
 
-def parse_sql(sql: str, *, dialect: str) -> list[exp.Expression]:
+def parse_sql(sql: str, *, dialect: str) -> list[exp.Expr]:
     """The statements of ``sql`` read in ``dialect``, DuckDB's `$name` parameters read as DuckDB does."""
     parser = Dialect.get_or_raise(dialect).parser()
     return [t for t in parser.parse(_tokens(sql, dialect=dialect), sql) if t is not None]
 
 
-def statements_of(sql: str, *, dialect: str) -> list[exp.Expression]:
+def statements_of(sql: str, *, dialect: str) -> list[exp.Expr]:
     """:func:`parse_sql`, with what it cannot read as a SqlError for the caller: a writing statement
     refused as one, else a syntax error saying where."""
     try:
@@ -164,7 +164,7 @@ def _unreadable(error: TokenError, sql: str, *, dialect: str) -> SqlError:
     return SqlError("SQL_SYNTAX_ERROR", message, details)
 
 
-def single_statement(statements: list[exp.Expression], source: str, *, dialect: str) -> exp.Expression:
+def single_statement(statements: list[exp.Expr], source: str, *, dialect: str) -> exp.Expr:
     """The one statement of ``source``, when it is a query; else the SqlError naming what it is."""
     if not statements:
         raise SqlError("SQL_EMPTY", "The query is empty; send one SELECT statement")
@@ -185,7 +185,7 @@ def _statement_not_allowed(
     kind: str,
     position: dict[str, int] | None,
     *,
-    node: exp.Expression | None = None,
+    node: exp.Expr | None = None,
     source: str | None = None,
 ) -> SqlError:
     """SQL_STATEMENT_NOT_ALLOWED for a statement starting with ``kind``, where it was written (else
@@ -211,9 +211,7 @@ def _first_keyword(source: str, *, dialect: str) -> tuple[str, dict[str, int]] |
     return first.text.upper(), position_at(source, first.start)
 
 
-def _statement_written(
-    tree: exp.Expression, source: str, *, dialect: str
-) -> tuple[str, dict[str, int] | None]:
+def _statement_written(tree: exp.Expr, source: str, *, dialect: str) -> tuple[str, dict[str, int] | None]:
     """The keyword a refused statement starts with, and where. sqlglot reads statements it does not know
     as something else (CHECKPOINT as a column, DEALLOCATE x as an alias), so its node names them wrongly;
     after a WITH clause the keyword says nothing, and the node's kind is used."""
@@ -223,7 +221,7 @@ def _statement_written(
     return statement_kind(tree), None
 
 
-def statement_kind(node: exp.Expression) -> str:
+def statement_kind(node: exp.Expr) -> str:
     """A statement node's kind as its keyword (``DROP``, ``PRAGMA``)."""
     if isinstance(node, exp.Command):
         return str(node.this).upper()
@@ -236,7 +234,7 @@ def refuse(
     *,
     refused: str,
     kind: str,
-    node: exp.Expression | None = None,
+    node: exp.Expr | None = None,
     source: str | None = None,
 ) -> SqlError:
     """A refusal of ``refused`` (a ``kind`` of thing: table, function, statement), with where ``node`` is
@@ -248,7 +246,7 @@ def refuse(
     return SqlError(code, message, details)
 
 
-def position_of(node: exp.Expression, source: str | None) -> dict[str, int] | None:
+def position_of(node: exp.Expr, source: str | None) -> dict[str, int] | None:
     """Line and column (1-based) of a node in the text it was parsed from, when the parser kept them."""
     # A function's identifiers are its arguments': OPENJSON(metadata) is not where `metadata` is.
     parts = (node,) if isinstance(node, exp.Func) else (node, *node.find_all(exp.Identifier))
@@ -274,7 +272,7 @@ def position_at(text: str, offset: int) -> dict[str, int]:
     return {"line": line, "column": offset - (before.rfind("\n") + 1) + 1}
 
 
-def locate(tree: exp.Expression, name: str | None, source: str) -> dict[str, int] | None:
+def locate(tree: exp.Expr, name: str | None, source: str) -> dict[str, int] | None:
     """Where a table, function or column called ``name`` first appears in ``tree`` (parsed from
     ``source``), if anywhere."""
     if not name:
@@ -295,7 +293,8 @@ def function_name(node: exp.Func) -> str:
     """The function's name in lower case, as DuckDB SQL writes it."""
     if isinstance(node, exp.Anonymous):
         return str(node.name).lower()
-    return _typed_function_name(type(node))
+    # A class hashes as an object; mypy checks the class against its instances' __hash__ instead.
+    return _typed_function_name(type(node))  # type: ignore[arg-type]
 
 
 @cache
@@ -313,10 +312,10 @@ def _typed_function_name(kind: type[exp.Func]) -> str:
 
 
 # A function, or a parameter: how the caller wrote it.
-Written = Callable[[exp.Expression], str]
+Written = Callable[[exp.Expr], str]
 
 
-def as_written(node: exp.Expression, *, source: str | None, dialect: str = DEFAULT_DIALECT) -> str:
+def as_written(node: exp.Expr, *, source: str | None, dialect: str = DEFAULT_DIALECT) -> str:
     """A function's name as typed in ``source`` (``getEnv``, ``OPENJSON``) when the parser kept where it
     is, else its name in lower case; a parameter as ``dialect`` writes it (``$1``, ``?``, ``%s``)."""
     if not isinstance(node, exp.Func):
@@ -329,7 +328,7 @@ def as_written(node: exp.Expression, *, source: str | None, dialect: str = DEFAU
     return function_name(node)
 
 
-def parameter_name(node: exp.Expression) -> str | None:
+def parameter_name(node: exp.Expr) -> str | None:
     """A parameter's name, or None for a positional one (`?`, `$1`) or one DuckDB cannot bind by name."""
     name = node.name if not isinstance(node.this, exp.Expression) else node.this.name
     return None if not name or name.isdigit() or not PARAMETER_NAME.match(name) else name

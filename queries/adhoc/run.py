@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import sqlglot
+from duckdb.sqltypes import DuckDBPyType
 from sqlglot import exp
 
 from queries.adhoc.errors import SqlError, SqlTimeout, memory_error
@@ -203,7 +204,7 @@ def _portable(
     return conn.sql(f"SELECT {', '.join(selected)} FROM ({sql}) AS _answer", params=bound or None)
 
 
-def _type_name(kind: duckdb.DuckDBPyType) -> str:
+def _type_name(kind: DuckDBPyType) -> str:
     text = str(kind)
     return text[1:-1] if text.startswith('"') and text.endswith('"') else text  # '"NULL"' -> 'NULL'
 

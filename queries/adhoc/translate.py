@@ -20,7 +20,7 @@ from queries.adhoc.parse import (
 )
 
 
-def translate(original: exp.Expression, *, dialect: str) -> str:
+def translate(original: exp.Expr, *, dialect: str) -> str:
     """The DuckDB text of the caller's query; SQL_UNSUPPORTED when sqlglot has no DuckDB form of a part."""
     try:
         return original.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
@@ -40,7 +40,7 @@ def translate(original: exp.Expression, *, dialect: str) -> str:
         raise _untranslatable(node, dialect=dialect) from None
 
 
-def read_back(original: exp.Expression, duckdb_sql: str, *, dialect: str) -> exp.Expression:
+def read_back(original: exp.Expr, duckdb_sql: str, *, dialect: str) -> exp.Expr:
     """The tree of the DuckDB text made from the caller's query. When sqlglot cannot read that text back,
     a construct of the caller's dialect has no DuckDB form: SQL_UNSUPPORTED naming it, rather than a
     syntax error pointing into text the caller never wrote."""
@@ -68,7 +68,7 @@ _VALUES = (exp.Array, exp.Struct)
 _CULPRIT_BUDGET = 1_000_000
 
 
-def _culprit(original: exp.Expression, duckdb_sql: str, offset: int) -> exp.Expression:
+def _culprit(original: exp.Expr, duckdb_sql: str, offset: int) -> exp.Expr:
     """The smallest part of ``original`` whose DuckDB text holds ``offset`` of ``duckdb_sql`` (the text
     generated from it): down from the root, into the child whose text holds it, while one does."""
     node, start, end, budget = original, 0, len(duckdb_sql), _CULPRIT_BUDGET
@@ -91,7 +91,7 @@ def _culprit(original: exp.Expression, duckdb_sql: str, offset: int) -> exp.Expr
 
 
 def _untranslatable(
-    node: exp.Expression, *, dialect: str, climb: bool = False, duckdb_sql: str | None = None
+    node: exp.Expr, *, dialect: str, climb: bool = False, duckdb_sql: str | None = None
 ) -> SqlError:
     """SQL_UNSUPPORTED naming ``node`` (or, with ``climb``, the construct around it) as the caller's
     dialect writes it."""
@@ -114,11 +114,12 @@ def _untranslatable(
     )
 
 
-def as_the_caller_wrote(original: exp.Expression, source: str, node: exp.Expression, *, dialect: str) -> str:
+def as_the_caller_wrote(original: exp.Expr, source: str, node: exp.Expr, *, dialect: str) -> str:
     """How the caller wrote a function or parameter found in the DuckDB tree made from their query: as
     the first one of its kind in their own tree (``original``, parsed from ``source``). The DuckDB text
     says CURRENT_DATABASE for ClickHouse's currentDatabase, and `$1` for Snowflake's `$1` reads back as
     a placeholder generic SQL writes `:1`."""
+    twin: exp.Expr | None
     if isinstance(node, exp.Func):
         wanted = function_name(node)
         twin = next((f for f in original.find_all(exp.Func) if function_name(f) == wanted), None)

@@ -13,10 +13,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from ingest.dedupe import key_hash
-from ingest.events import event_log_columns, event_row
+from ingest.events import event_log_columns
 from ingest.log import DurableLog, LogClosed
 from ingest.service import Ingest, encode
 from ingest.validation import Context, common_columns
+from tests.ingest.event_rows import event_row
 from warehouse.lake import EVENTS, EVENTS_SCHEMA, METRICS, METRICS_SCHEMA, ORDERS, ORDERS_SCHEMA, LakeTable
 
 SITE_A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"

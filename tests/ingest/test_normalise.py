@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 
 from ingest.currency import is_iso4217
 from ingest.event_names import CANONICAL_EVENT_NAMES, EVENT_FAMILIES
-from ingest.events import event_log_columns, event_row, event_rows, parse_event_batch, valid_event_log_columns
+from ingest.events import event_log_columns, parse_event_batch, valid_event_log_columns
 from ingest.metrics import metric_row
 from ingest.orders import order_row
 from ingest.schemas import MAX_EVENT_BYTES
 from ingest.validation import Context, Rejected
+from tests.ingest.event_rows import event_row, event_rows
 
 RECEIVED = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 RECEIVED_US = 1714564800000000

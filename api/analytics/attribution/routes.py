@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from fastapi.routing import APIRoute
 
 from api.analytics.attribution import service
 from api.analytics.attribution.schemas import EventAttribution
@@ -55,4 +56,5 @@ def attribution(
 
 
 for _route in router.routes:
+    assert isinstance(_route, APIRoute)  # the router holds path operations only
     _route.description = f"{_route.description}\n\n{TOUCHPOINTS}\n\n{MONEY}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import date
 
 from api.analytics.consent.schemas import (
@@ -67,7 +67,7 @@ def simulate(
     settings = tracking_config(site).data_layer_config.cookie_consent
     body = body or SimulateIn()
     granular = body.granular_enabled if body.granular_enabled is not None else settings.granular
-    required = body.required_categories
+    required: Sequence[str] | None = body.required_categories
     if required is None:
         required = (
             settings.required_categories if settings.required_categories is not None else DEFAULT_REQUIRED

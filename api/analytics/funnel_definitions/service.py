@@ -86,12 +86,16 @@ def definition_out(definition: Definition) -> FunnelDefinitionOut:
     return FunnelDefinitionOut.model_validate(definition)
 
 
+def _no_access() -> Forbidden:
+    return Forbidden("You do not have access to this funnel definition", code="SITE_ACCESS_DENIED")
+
+
 def get_owned(store: ConfigStore, *, principal: Principal, definition_id: str) -> tuple[Definition, Site]:
     """The definition and its site, for a caller with `analytics:view` in the organisation that owns
     the site. Unknown and foreign ids both answer 403 `SITE_ACCESS_DENIED`, so ids cannot be probed."""
     with store.connect() as conn:
         definition = funnel_definitions.get(conn, definition_id=definition_id)
-    no_access = Forbidden("You do not have access to this funnel definition", code="SITE_ACCESS_DENIED")
+    no_access = _no_access()
     if definition is None:
         raise no_access
     try:
@@ -156,6 +160,8 @@ def update(
         values["steps"] = [*parse_steps(values["steps"])]
     with store.begin() as conn:
         updated = funnel_definitions.update(conn, definition_id=definition["id"], **values)
+        if updated is None:  # deleted by another request in between
+            raise _no_access()
         _record(conn, site=site, user_id=user_id, action="funnel_definition.updated", definition=updated)
     return updated
 

@@ -6,7 +6,13 @@ from datetime import UTC, date, datetime
 
 from api.analytics.overview.schemas import OverviewReport
 from api.analytics.scope import check_range_length, date_range
-from api.analytics.site_events.schemas import EventsPage, EventTimeseries, EventTypes, SiteMetrics
+from api.analytics.site_events.schemas import (
+    EventsPage,
+    EventTimeseries,
+    EventTypes,
+    SiteMetrics,
+    TimeseriesBucket,
+)
 from api.errors import BadRequest
 from ingest.event_names import CANONICAL_EVENT_NAMES
 from queries import site_events
@@ -89,4 +95,6 @@ def get_timeseries(
         interval=interval,
         name=_event_name(name),
     )
-    return EventTimeseries(interval=interval, timezone=site["timezone"], series=series)
+    return EventTimeseries(
+        interval=interval, timezone=site["timezone"], series=[TimeseriesBucket(**row) for row in series]
+    )

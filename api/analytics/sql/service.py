@@ -320,9 +320,13 @@ def get_owned(
     with store.connect() as conn:
         saved = saved_queries.get(conn, query_id=query_id)
     if saved is None:
-        raise Forbidden("You do not have access to this saved query", code="SITE_ACCESS_DENIED")
+        raise _no_access()
     site = (sql_site if write else analytics_site)(store, principal, saved["site_id"])
     return saved, site
+
+
+def _no_access() -> Forbidden:
+    return Forbidden("You do not have access to this saved query", code="SITE_ACCESS_DENIED")
 
 
 def _record(conn: Connection, *, site: Site, user_id: str, action: str, saved: SavedQuery) -> None:
@@ -372,14 +376,16 @@ def update(
     values = body.model_dump(exclude_unset=True)
     if {"query", "dialect", "parameters"} & set(values):
         parameters = body.parameters if body.parameters is not None else _parameters(saved)
-        guarded = check_saved(
-            values.get("query", saved["query"]), values.get("dialect", saved["dialect"]), parameters
-        )
+        query = body.query if body.query is not None else saved["query"]
+        dialect = body.dialect if body.dialect is not None else saved["dialect"]
+        guarded = check_saved(query, dialect, parameters)
         values["dialect"] = guarded.dialect
         values["parameters"] = [p.model_dump() for p in parameters]
     try:
         with store.begin() as conn:
             updated = saved_queries.update(conn, query_id=saved["id"], **values)
+            if updated is None:  # deleted by another request in between
+                raise _no_access()
             _record(conn, site=site, user_id=user_id, action="saved_query.updated", saved=updated)
     except saved_queries.NameTaken:
         raise _name_taken(values["name"]) from None
