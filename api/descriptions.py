@@ -11,12 +11,12 @@ from types import ModuleType
 _RST_LITERAL = re.compile(r"``(.+?)``", re.DOTALL)
 
 
-def module_rules(module: ModuleType, *, paragraphs: int | None = None) -> str:
-    """The paragraphs of ``module``'s docstring after its summary (the first ``paragraphs`` of them when
-    given), as markdown: literals in single backticks, and the lines a paragraph or a ``- `` list item
-    is wrapped over joined into one."""
+def module_rules(module: ModuleType, *, paragraphs: slice = slice(None)) -> str:
+    """The paragraphs of ``module``'s docstring after its summary (those ``paragraphs`` picks, such as
+    ``slice(1)`` for the first when the next ones say how the module runs), as markdown: literals in
+    single backticks, and the lines a paragraph or a ``- `` list item is wrapped over joined into one."""
     body = inspect.cleandoc(module.__doc__ or "").partition("\n\n")[2]
-    blocks = [block for block in body.split("\n\n") if block.strip()][:paragraphs]
+    blocks = [block for block in body.split("\n\n") if block.strip()][paragraphs]
     return "\n\n".join(_unwrap(_RST_LITERAL.sub(r"`\1`", block)) for block in blocks)
 
 
