@@ -1,9 +1,25 @@
 """Attribution: which campaigns, widgets and recommendations a conversion (and its revenue) is owed to.
 
-Touchpoints are impressions and clicks of a campaign, widget or recommendation (the event's
-`entity_type` and `entity_id`) by the same person, strictly before the conversion and within the
-lookback window. Every model splits one conversion's credit over its touchpoints, ordered by time then
-event id, so that the credits sum to 1. Money comes from orders, per currency, never converted."""
+Touchpoints are impressions and clicks whose ``entityType`` is ``campaign``, ``widget`` or
+``recommendation`` (any case) with an ``entityId``, by the same person, strictly before the conversion
+and within the lookback window. A conversion's touchpoints are ordered by time, then event id, and each
+model gives them credits that sum to 1: ``first_touch`` / ``last_touch`` all to the first / last;
+``linear`` 1/n each; ``time_decay`` weight 2^(-age / 7 days) (half-life 7 days, age = conversion time
+minus touchpoint time), normalised; ``position_based`` 40% first, 40% last, 20% split evenly between
+the others (one touchpoint: 100%; two: 50% each). Credits are split over every touchpoint of a
+conversion, whatever entity it belongs to; an entity's credit is the sum of its touchpoints' credits,
+its revenue that credit times the order total.
+
+Conversions are orders timed in the range (refunds excluded) and ``purchase`` events in it that name no
+sale; a purchase event whose ``metadata.orderId`` names a sale of the site (of any date; a refund is no
+sale) is that same purchase, once, at the sale's time and with its money (other purchase events count
+as conversions without money). Touchpoints may precede the range. Attributed revenue is the sum over
+conversions of the entity's share (credit times order total, kept at 6 decimals), the row then rounded
+to the currency's minor units; ``orders`` / ``conversions`` are summed credits (fractions of
+conversions). Refunds are not netted from attributed revenue. ``assistedConversions``: conversions
+with at least one touchpoint of the entity. ``ctr`` is clicks / impressions in the range (null without
+impressions).
+"""
 
 from __future__ import annotations
 

@@ -1,13 +1,20 @@
 """Category analytics: how a site's categories are browsed, filtered, moved between and bought from.
 
-Every report reads two cursor-local tables built for its range and category subtree:
-``category_events`` (category_view, category_filter, product_view, product_click, add_to_cart, each
-with its category path) and ``category_sales`` (order lines of sales, refunds apart, each with its
-line's category path). A path is its parts joined by `` > `` (spaces around ``>`` normalised); an event
-or line that names none counts under ``unknown``. A category covers its subcategories: ``Home``
-includes ``Home > Kitchen``. Money comes from order lines (unit price × quantity) per currency, never
-converted or summed across currencies, formatted with the currency's minor units. Days are the site's
-local days.
+Category activity is read from ``category_view`` and ``category_filter`` events (their
+``metadata.categoryPath``, else ``entityId`` when that path names no category, as ``''`` or `` > ``),
+from ``product_view``, ``product_click`` and ``add_to_cart`` events (their ``metadata.categoryPath``)
+and from the lines of orders (each line's ``categoryPath``; sales only, refunds apart). Events and lines
+that name no category count under the category ``unknown``. A path is its parts joined by `` > ``
+(``Home > Kitchen``; spaces around ``>`` do not matter, case does). A category covers its
+subcategories: ``Home`` includes ``Home > Kitchen``. Days are the site's local days. People are the
+linked user when a visitor was ever identified, else the visitor. Money comes from order lines (unit
+price × quantity; a line of quantity 0 bought nothing) per currency, never converted or summed across
+currencies, each amount formatted with its currency's minor units (JPY without decimals); an order
+counts once per category however many of its lines fall there.
+
+How it runs: every report reads two cursor-local tables built for its range and category subtree,
+``category_events`` (the events above, each with its category path) and ``category_sales`` (the order
+lines, each with its line's category path).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Cohort retention: people grouped by the period of their first qualifying event, and how many of
 them come back in each later period.
 
-P0 is the cohort's size (rate 1). With ``retention_mode="on"`` a person counts in period N when
-active in exactly that period; with ``"on_or_after"`` when active in N or any later period. Periods
-that have not started yet are empty cells (None).
+People are counted once across devices; a person whose first qualifying event is before the range is
+in no cohort. P0 is the cohort's size (rate 1). In retention mode ``on`` a person counts in period N
+when active in exactly that period; in ``on_or_after`` when active in N or any later period. Periods
+that have not started yet are empty cells (null).
 """
 
 from __future__ import annotations

@@ -1,12 +1,15 @@
 """Consent analytics: opt-in rates, trends, the impact of a category, changes of mind, the consent
 log, and a replay of past events through a consent gate.
 
-Consent reaches the lake two ways: consent records (the public consent route; table ``consents``)
-and the consent fields of events. Both are observations of a person's state: each states some of the
-four categories as granted or refused and leaves the rest unstated. A person's state for a category
-over a range is the value of their latest observation in the range that states it (at the same
-microsecond a record comes after an event, so an explicit decision wins). People are the linked user
-when a visitor was ever identified (or the record's own `userId`), else the visitor.
+Consent reaches the lake two ways: consent records (the public consent route,
+``POST /public/sites/:siteKey/consent``; table ``consents``) and the ``consent`` fields of events
+(orders' consent fields are not read). Both are observations of a person's state: each states some of
+the four categories necessary, analytics, marketing, preferences as granted (true) or refused (false)
+and leaves the others unstated. Except in the replay (the state at each instant), a person's state for
+a category over a range is the value of their latest observation in the range that states it;
+observations of the same microsecond are ordered event first, record last (an explicit decision wins),
+then by id. People are the linked user when a visitor was ever identified (or the record's own
+``userId``), else the visitor. Rates are part / whole rounded to 6 places, 0 when the whole is 0.
 """
 
 from __future__ import annotations

@@ -1,12 +1,18 @@
 """Correlations: which events go with purchase conversion, as PostHog's funnel correlation does.
 
-For each event name, and each event name with its category path, the people of the range split four
-ways: did it and converted (a, ``successCount``), did it and did not (b, ``failureCount``), did not and
-converted (c), did not and did not (d). The odds ratio with +1 smoothing is (a+1)(d+1) / ((b+1)(c+1)):
-above 1 the event goes with converting, below 1 with not converting. A person converted when they
-have a sale (refunds apart) or a purchase event in the range; a converted person's events count up to
-their first purchase only. The answer is ``skewed`` when fewer than 10 % or more than 90 % of the people
-converted: odds ratios then rest on a small class and swing with a few people.
+The people of a range are those active in it: anyone with an event or a sale there. A person converted
+when they have a sale (refunds apart) or a ``purchase`` event in the range; a converted person's events
+count up to their first purchase only, and ``purchase`` itself is no property. People are the linked
+user when a visitor was ever identified, else the visitor.
+
+Each event name, and each event name with its category path (``event`` reads
+``add_to_cart::Home > Kitchen``), splits the people four ways: did it and converted (a,
+``successCount``), did it and did not (b, ``failureCount``), did not and converted (c), did not and did
+not (d). The odds ratio (``oddsRatio``) with +1 smoothing, so empty cells never divide by zero, is
+(a+1)(d+1) / ((b+1)(c+1)): above 1 the event goes with converting, below 1 with not converting;
+``correlationType`` is success above 1, else failure. The answer is ``skewed`` when fewer than 10 % or
+more than 90 % of the people converted: odds ratios then rest on a small class and swing with a few
+people.
 """
 
 from __future__ import annotations

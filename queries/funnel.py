@@ -2,13 +2,17 @@
 
 Every step-1 event inside the entry range is a possible start (as ClickHouse's ``windowFunnel``
 does); each person counts once, at the furthest step any start reaches within the conversion
-window, with times taken from the earliest start that reaches that step. No sampling.
+window, with times taken from the earliest start that reaches that step (the person's first most
+complete conversion). Events at the same microsecond sort in step order, other events first (as
+``windowFunnel`` sorts them). Orders count as ``purchase`` events of their person at their time; a
+``purchase`` event carrying an order's id is that same purchase, once. People are the linked user when
+the visitor was ever identified, else the visitor; visitor and user ids are one namespace, so a
+visitor id equal to a user id is that user. No sampling.
 
 How it runs: DuckDB returns only two integers per event, grouped by person and in time order (the
-person as a 64-bit hash of its id; the time in epoch µs packed with the event's step code), and
-numpy walks every step-1 event forward at once, one step at a time, with gathers over the arrays.
-Events at the same microsecond sort in step order, other events first (as ``windowFunnel`` sorts
-them).
+person as a 64-bit hash of its id; the time in epoch µs packed with the event's step code, which puts
+events of one microsecond in step order), and numpy walks every step-1 event forward at once, one step
+at a time, with gathers over the arrays.
 """
 
 from __future__ import annotations

@@ -1,18 +1,22 @@
 """Journeys: the events of one `journey_id` (events without one fall back to their `session_id`), as
 lists, totals, a journey-level storefront funnel, one journey's timeline, and event-name sequences.
 
-Every report works on the same stream per journey (``journey_stream.sql``): the journey's events plus
-each sale (refunds apart) as a `purchase` at the order's time; a `purchase` event whose
-`metadata.orderId` names a sale is that sale, counted once (it is no entry of its own journey). A
-journey is `converted` when its stream holds a `purchase`. Money comes from orders only, per
-currency, never summed across currencies. A sale no event places (a checkout tracked only
-server-side) is a journey of its own. A journey belongs to a date range when its first entry, event
-or sale, falls inside it (site time zone, inclusive days); its later entries count wherever they fall.
+A journey is the events of one ``journeyId``; events without one fall back to their ``sessionId`` as
+the journey key. Every report works on the same stream per journey: the journey's events plus each
+sale (refunds are not purchases) as a ``purchase`` at the order's time; a ``purchase`` event whose
+``metadata.orderId`` names a sale is that sale, counted once (it is no entry of its own journey). A
+journey is ``converted`` when its stream holds a ``purchase``. Money comes from orders only, per
+currency, never summed across currencies. A journey belongs to a date range when its first entry,
+event or sale, falls inside it (site time zone, inclusive days); its later entries count wherever they
+fall. People are the linked user when the visitor was ever identified, else the visitor.
 
-Entries at one instant are in a fixed order: events before sales, each by id (event id, order id),
-as the timeline lists events. The same order breaks every tie: a sale joins the journey of its
-person's first purchase event naming it, and takes that event's page (none when it has none); else
-the journey of its session's latest event at or before it, else of the session's first event.
+A sale joins the journey of its ``journeyId`` when an event is in that journey; else the journey of its
+person's first purchase event naming it, and takes that event's page (none when it has none); else the
+journey its visitor's session was in at the order's time: that of the session's latest event at or
+before it, else of the session's first event. A sale no event places (a checkout tracked only
+server-side) is a journey of its own, keyed by its ``journeyId``, else its ``sessionId``. Entries at
+one instant are in a fixed order: events before sales, each by id (event id, order id), as the
+timeline lists events; the same order breaks every tie in placing a sale.
 """
 
 from __future__ import annotations

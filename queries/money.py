@@ -1,5 +1,13 @@
-"""Money on the read path: every amount stays a Decimal beside its own currency, never converted and
-never summed across currencies; a formatted amount shows exactly its currency's ISO-4217 minor units."""
+"""Money on the read path: amounts per currency, formatted in the currency's minor units, and a card's
+total.
+
+Money comes from orders: amounts are exact decimals, never converted and never summed across
+currencies. Every amount sits in a row with its own ``currency`` and is a decimal string with exactly
+that currency's ISO-4217 minor units (JPY ``1200``, EUR ``10.50``, KWD ``1.500``), rounded half to even.
+A card over several currencies has ``amount: null``, ``currency: null``, ``mixed: true``; the
+per-currency rows beside it carry the figures; a card with nothing to total is zero in the site's
+currency.
+"""
 
 from __future__ import annotations
 

@@ -1,21 +1,31 @@
 """Search analytics over one site or all sites of an organisation: the queries people search for, the
 queries that find nothing, and the products people open from search.
 
-A query is the text of ``metadata.query`` (else ``q``, ``searchQuery`` or ``searchTerm``) of search
-events, trimmed, in lower case, white space runs as one space (tabs, line breaks and Unicode spaces
-such as the no-break space are white space too); events without one are no query. A
-search click is a ``product_click``, ``product_view`` or ``popular_product_click`` naming a product
-(``metadata.productItemCode``) that carries a query itself, is a ``popular_product_click``, or whose
-previous step in its session was a search step (``search_instant_open``, ``search_query``,
-``search_results``, ``search_zero_results``, ``search_filter``, ``search_sort``, ``search_page``,
-``recent_search_click``, ``popular_search_click``), page views, impressions, scrolls, dwell time,
-identity and runtime events and placement interactions (hover, close, slider navigation, custom events)
-not counting as steps, and events of one instant following each other by event id; so opening a result
-counts once, not again for the product page it leads to. A click belongs to its own query, else the
-latest query a step of its session carried before it (a search's, or any step whose metadata names
-one). Days are UTC calendar days of the lake's partitions, as in the overview; a
-session is read back to the UTC day before the range, so a search just before midnight leads to the
-click just after it (that search is not the range's).
+Rows are per site and query (or product), so an answer over several sites never merges two sites'
+queries or products. A query is the text of a search event's ``metadata.query`` (else ``q``,
+``searchQuery`` or ``searchTerm``), trimmed, in lower case, runs of white space as one space (tabs, line
+breaks and Unicode spaces such as the no-break space are white space too); search events without one
+are not counted. A search shows as a ``search_query`` event and as an outcome: ``search_zero_results``,
+or ``search_results`` (with ``metadata.resultCount``); ``searches`` is the larger of the two counts, so
+storefronts sending only one kind still count each search once. A zero-result search is a
+``search_zero_results`` event or a ``search_results`` event with ``resultCount`` 0 (once when a session
+reports the same query both ways).
+
+A search click is a ``product_click``, ``product_view`` or ``popular_product_click`` naming a product
+(``metadata.productItemCode``) that carries a query itself, is a ``popular_product_click``, or comes
+right after a search step in its session (``search_instant_open``, ``search_query``, ``search_results``,
+``search_zero_results``, ``search_filter``, ``search_sort``, ``search_page``, ``recent_search_click``,
+``popular_search_click``; page views, scrolls, impressions, dwell time, identity and runtime events and
+placement interactions (hover, close, slider navigation, custom events) in between do not count as
+steps), so opening a result counts once and the product page it leads to does not count again. A click
+carrying its query counts in any session, one with no search event too. A click belongs to its own
+query, else to the latest query a step of its session carried before it (a search's, or any step whose
+metadata names one). At one instant events go by event id.
+
+Days are UTC calendar days of the lake's partitions, as in the overview. A session is read back to the
+UTC day before the range, so a search at 23:59 leads to a click at 00:00 of the range's first day (the
+search itself counts in its own day). People are the linked user when a visitor was ever identified,
+else the visitor.
 """
 
 from __future__ import annotations

@@ -19,23 +19,19 @@ from api.analytics.categories.schemas import (
 )
 from api.analytics.scope import Limit
 from api.deps import EngineDep
+from api.descriptions import module_rules
+from queries import categories as category_rules
 
 router = APIRouter(prefix="/analytics/category/{siteId}", tags=["analytics"])
 
+# The rules are ``queries.categories``' (its first paragraph; the second is how it runs); what the
+# parameters and the card mean follows them.
 SEMANTICS = (
-    "Category activity is read from `category_view` and `category_filter` events (their "
-    "`metadata.categoryPath`, else `entityId` when that path names no category, as `''` or ` > `), from `product_view`, `product_click` and `add_to_cart` "
-    "events (their `metadata.categoryPath`) and from the lines of orders (each line's `categoryPath`). "
-    "Events and lines that name no category count under the category `unknown`. A path is its parts "
-    "joined by ` > ` (`Home > Kitchen`; spaces around `>` do not matter, case does). `categoryPath` "
-    "selects a category and everything below it: `Home` covers `Home > Kitchen`; omitted means every "
-    "category. `days`: the last N days in the site's time zone, today included. People are the linked "
-    "user when a visitor was ever identified, else the visitor. Money comes from order lines (unit "
-    "price × quantity; refunds apart; a line of quantity 0 bought nothing) per currency, never converted or summed across currencies, each "
-    "amount formatted with its currency's minor units (JPY without decimals); an order counts once per "
-    "category however many of its lines fall there. A card total (`revenue`) has an amount only when "
-    "one currency is present (with no sales: zero in the site's currency), else `amount` and `currency` "
-    "are null and `mixed` is true."
+    f"{module_rules(category_rules, paragraphs=slice(1))}\n\n"
+    "`categoryPath` selects a category and everything below it; omitted means every category. `days`: the "
+    "last N days in the site's time zone, today included. A card total (`revenue`) has an amount only "
+    "when one currency is present (with no sales: zero in the site's currency), else `amount` and "
+    "`currency` are null and `mixed` is true."
 )
 
 

@@ -6,13 +6,16 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
+from fastapi.routing import APIRoute
 
 from api.analytics import exports
 from api.analytics.cohorts import service
 from api.analytics.cohorts.schemas import RETENTION_ROW_SCHEMA, CohortCacheRebuild, CohortReport
 from api.analytics.scope import MAX_RANGE_DAYS, AnalyticsSite
 from api.deps import EngineDep, HotStateDep
+from api.descriptions import module_rules
 from api.schemas import EVENT_NAME_ENUM, IsoDate
+from queries import cohort as cohort_rules
 from queries.cohort import CohortQuery, CohortType, Interval, RetentionMode
 
 router = APIRouter(prefix="/analytics/cohort", tags=["analytics"])
@@ -71,12 +74,10 @@ def get_cohort_report(
     engine: EngineDep, hot: HotStateDep, site: AnalyticsSite, query: Filters
 ) -> CohortReport:
     """Blocks: `meta` (site, filters, generatedAt, cache key and hit/miss), `summary`, `retention`
-    (columns P0..Pn; P0 is the cohort size with rate 1; periods not yet started are null), `churn`
-    (per calendar period), `comparison` (P0..P6 rates of each cohort whatever `periodCount` is; periods
-    not yet started are null) and `diagnostics` (`NO_EVENTS_IN_RANGE`,
-    `NO_COHORT_EVENTS_FOR_TYPE`, else null). People are counted once across devices; a person whose
-    first qualifying event is before startDate is in no cohort. Cached per filter set while the
-    site's events and orders are unchanged (any flush, import or compaction since makes a miss)."""
+    (columns P0..Pn), `churn` (per calendar period), `comparison` (P0..P6 rates of each cohort whatever
+    `periodCount` is) and `diagnostics` (`NO_EVENTS_IN_RANGE`, `NO_COHORT_EVENTS_FOR_TYPE`, else null).
+    The range is `startDate`..`endDate`. Cached per filter set while the site's events and orders are
+    unchanged (any flush, import or compaction since makes a miss)."""
     return service.get_report(engine, hot, site=site, query=query)
 
 
@@ -107,3 +108,9 @@ def rebuild_cohort_cache(
 ) -> CohortCacheRebuild:
     """Clear every cached cohort report of the site, then compute and cache the given filter set."""
     return service.rebuild_cache(engine, hot, site=site, query=query)
+
+
+# The report states the rules of ``queries.cohort`` after its own.
+for _route in router.routes:
+    if isinstance(_route, APIRoute) and _route.endpoint is get_cohort_report:
+        _route.description = f"{_route.description}\n\n{module_rules(cohort_rules)}"

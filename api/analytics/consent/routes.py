@@ -25,22 +25,19 @@ from api.analytics.consent.schemas import (
 from api.analytics.consent.service import MAX_COMPARED_SITES
 from api.analytics.scope import Analyst, AnalyticsSite
 from api.deps import ConfigStoreDep, EngineDep
+from api.descriptions import module_rules
 from api.schemas import UUID_PATTERN, IsoDate
+from queries import consent as consent_rules
 from queries.consent import MAX_PERIODS, Category, ExportKind, Interval
 
 router = APIRouter(prefix="/analytics/consent", tags=["analytics"])
 
+# The rules are ``queries.consent``'s; what the parameters and access mean follows them.
 SEMANTICS = (
-    "Consent reaches us two ways: consent records (`POST /public/sites/:siteKey/consent`) and the "
-    "`consent` fields of events (orders' consent fields are not read). Both are observations: each "
-    "states some of the categories necessary, analytics, marketing, preferences as granted (true) or "
-    "refused (false) and leaves the others unstated. Except in `/simulate` (state at each instant, see "
-    "above), a person's state for a category is the value of their latest observation in the range that "
-    "states it; observations of the same microsecond are ordered event first, record last (an explicit "
-    "decision wins), then by id. The range is `startDate` to `endDate`, inclusive days in the site's "
-    "time zone (the last 30 days by default). People are the linked user when a visitor was ever "
-    "identified (or the record's own `userId`), else the visitor. Rates are part / whole rounded to 6 "
-    "places, 0 when the whole is 0. Needs `analytics:view` in the organisation that owns the site, else 403."
+    f"{module_rules(consent_rules)}\n\n"
+    "The replay is `/simulate`. The range is `startDate` to `endDate`, inclusive days in the site's time "
+    "zone (the last 30 days by default). Needs `analytics:view` in the organisation that owns the site, "
+    "else 403."
 )
 
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from fastapi.routing import APIRoute
 
 from api.analytics.correlations import service
 from api.analytics.correlations.schemas import Correlations
 from api.analytics.scope import AnalyticsSite
 from api.deps import EngineDep
+from api.descriptions import module_rules
 from api.schemas import IsoDateTime
+from queries import correlations as correlation_rules
 
 router = APIRouter(prefix="/analytics", tags=["analytics"])
 
@@ -33,17 +36,16 @@ def get_correlations(
         Query(alias="endDate", description="ISO timestamp, exclusive (UTC when it has no offset)."),
     ] = None,
 ) -> Correlations:
-    """For each event name, and each event name with its category path (`event` reads
-    `add_to_cart::Home > Kitchen`), how it relates to purchase conversion among the people active in
-    [`startDate`, `endDate`) (anyone with an event or a sale there; default the 30 days up to now, or
-    up to `endDate`). A person converted when they have a sale (refunds apart) or a `purchase` event in
-    the range; a converted person's events count up to their first purchase only, and `purchase` itself
-    is no property. Per event: `successCount` (a: did it and converted), `failureCount` (b: did it and
-    did not); with c the converted who did not do it and d the others, `oddsRatio` = (a+1)(d+1) /
-    ((b+1)(c+1)) (+1 smoothing, so empty cells never divide by zero), `correlationType` success above
-    1, failure below. `positive`: odds ratio above 1, highest first; `negative`: below 1, lowest first;
-    ties by people who did the event, then by `event`. `totals`: people, converted, notConverted,
-    conversionRate. `skewed` is true when under 10 % or over 90 % of the people converted (the odds
-    ratios then rest on a small class and swing with a few people). People are the linked user when a
-    visitor was ever identified, else the visitor. A bare date means midnight UTC."""
+    """For each event name, and each event name with its category path, how it relates to purchase
+    conversion among the people active in [`startDate`, `endDate`) (default the 30 days up to now, or
+    up to `endDate`; a bare date means midnight UTC). Per event: `successCount`, `failureCount`,
+    `oddsRatio` and `correlationType`, as the rules below define them. `positive`: odds ratio above 1,
+    highest first; `negative`: below 1, lowest first; ties by people who did the event, then by
+    `event`. `totals`: people, converted, notConverted, conversionRate. `skewed`: see below."""
     return service.get_report(engine, site=site, start=start_date, end=end_date, limit=limit)
+
+
+# The route states the rules of ``queries.correlations`` after its own.
+for _route in router.routes:
+    if isinstance(_route, APIRoute):
+        _route.description = f"{_route.description}\n\n{module_rules(correlation_rules)}"

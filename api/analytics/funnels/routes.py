@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import StreamingResponse
+from fastapi.routing import APIRoute
 
 from api.analytics import exports
 from api.analytics.funnels import service
@@ -21,7 +22,9 @@ from api.analytics.funnels.schemas import (
 )
 from api.analytics.scope import AnalyticsSite
 from api.deps import EngineDep
+from api.descriptions import module_rules
 from api.schemas import EVENT_NAME_ENUM, IsoDate
+from queries import funnel as funnel_rules
 from queries.funnel import DEFAULT_WINDOW_SECONDS, FunnelQuery, Order
 
 router = APIRouter(prefix="/analytics", tags=["analytics"])
@@ -78,11 +81,8 @@ FunnelFilters = Annotated[FunnelQuery, Depends(funnel_filters)]
 
 @router.get("/funnels/{siteId}", response_model=FunnelReport, response_model_by_alias=True)
 def get_funnel(engine: EngineDep, query: FunnelFilters) -> FunnelReport:
-    """People are counted once (the linked user when the visitor was ever identified, else the visitor;
-    visitor and user ids are one namespace, so a visitor id equal to a user id is that user),
-    at the furthest step reached. Every step-1 event in the date range is a possible start; times come
-    from each person's first most complete conversion. Orders count as `purchase` events, once.
-    `conversionRate` is relative to people entered; `dropOff` is the people lost since the previous step."""
+    """`conversionRate` is relative to people entered; `dropOff` is the people lost since the previous
+    step. The rules below say who counts at which step."""
     return service.get_report(engine, query)
 
 
@@ -139,3 +139,9 @@ def export_funnel_step(
     rows = service.people_rows(engine, query, step=step)
     name = service.people_export_name(query, event_name=event_name, step=step)
     return exports.download_records(rows, columns=PERSON_COLUMNS, format=format, name=name)
+
+
+# The report states the rules of ``queries.funnel`` (its first paragraph; the second is how it runs).
+for _route in router.routes:
+    if isinstance(_route, APIRoute) and _route.endpoint is get_funnel:
+        _route.description = f"{_route.description}\n\n{module_rules(funnel_rules, paragraphs=slice(1))}"

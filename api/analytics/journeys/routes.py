@@ -23,22 +23,18 @@ from api.analytics.journeys.schemas import (
 )
 from api.analytics.scope import AnalyticsSite, Offset
 from api.deps import EngineDep
+from api.descriptions import module_rules
 from api.schemas import IsoDate
+from queries import journeys as journey_rules
 from queries.journeys import JourneyRange
 
 router = APIRouter(prefix="/analytics", tags=["analytics"])
 
+# The rules are ``queries.journeys``'s; what the range parameters mean follows them.
 SEMANTICS = (
-    "A journey is the events of one `journeyId`; events without one fall back to their `sessionId` as "
-    "the journey key. A journey belongs to the range when its first entry (event or order) falls "
-    "between `startDate` and `endDate` (inclusive days in the site's time zone; the last 30 days by "
-    "default); its later entries count wherever they fall. Orders count as `purchase` events at the order's time, once: a "
-    "`purchase` event whose `metadata.orderId` names an order is that same purchase. An order joins "
-    "the journey of its `journeyId`, else of the purchase event naming it, else the journey its "
-    "visitor's session was in at the order's time; an order no event places (a checkout tracked only "
-    "server-side) is a journey of its own, keyed by its `journeyId`, else its `sessionId`. Refunds are not purchases. A journey is `converted` "
-    "when it holds a purchase. Money comes from orders only, per currency, never summed across "
-    "currencies. People are the linked user when the visitor was ever identified, else the visitor."
+    f"{module_rules(journey_rules)}\n\n"
+    "The range is `startDate` to `endDate`, inclusive days in the site's time zone (the last 30 days by "
+    "default)."
 )
 
 

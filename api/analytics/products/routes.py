@@ -4,7 +4,6 @@ time and associations, top products per currency, tracking status. v1 routes are
 
 from __future__ import annotations
 
-import inspect
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
@@ -31,6 +30,7 @@ from api.analytics.products.schemas import (
 )
 from api.analytics.scope import AnalyticsSite
 from api.deps import ConfigStoreDep, CurrentUser, EngineDep, WritableSiteById
+from api.descriptions import module_rules
 from api.schemas import CURRENCY_ENUM
 from ingest import product_feed as feed_rules
 from jobs.product_catalog import INTERVAL_SECONDS
@@ -72,7 +72,7 @@ ONE_PRODUCT = (
 )
 
 # The feed's columns and aliases, as ``ingest.product_feed`` (which reads them) states them.
-FEED_COLUMNS = inspect.cleandoc(feed_rules.__doc__ or "").partition("\n\n")[2]
+FEED_COLUMNS = module_rules(feed_rules)
 
 PRODUCT_NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"description": "PRODUCT_NOT_FOUND: no feed, event or order names this productId."}

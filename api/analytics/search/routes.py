@@ -10,31 +10,15 @@ from api.analytics.scope import Analyst, Days, Limit, SiteFilter
 from api.analytics.search import service
 from api.analytics.search.schemas import TopProducts, TopQueries, ZeroResults
 from api.deps import ConfigStoreDep, EngineDep
+from api.descriptions import module_rules
+from queries import search_analytics
 
 router = APIRouter(prefix="/analytics/search", tags=["analytics"])
 
+# The rules are ``queries.search_analytics``'s; what the parameters mean follows them.
 SEMANTICS = (
-    "Rows are per site and query (or product), so an organisation-wide answer never merges two sites' "
-    "queries or products. A query is the text of the search event's `metadata.query` (else `q`, "
-    "`searchQuery` or `searchTerm`), trimmed, in lower case, runs of white space as one space; search "
-    "events without one are not counted. A search shows as a `search_query` event and as an outcome: "
-    "`search_zero_results`, or `search_results` (with `metadata.resultCount`); `searches` is the larger "
-    "of the two counts, so storefronts sending only one kind still count each search once. A "
-    "zero-result search is a `search_zero_results` event or a `search_results` event with "
-    "`resultCount` 0 (once when a session reports the same query both ways). A search click is a "
-    "`product_click`, `product_view` or `popular_product_click` naming a product "
-    "(`metadata.productItemCode`) that carries a query itself, is a `popular_product_click`, or comes "
-    "right after a search step in its session (`search_instant_open`, `search_query`, `search_results`, "
-    "`search_zero_results`, `search_filter`, `search_sort`, `search_page`, `recent_search_click`, "
-    "`popular_search_click`; page views, scrolls, impressions, dwell time, identity and runtime events "
-    "and placement interactions (hover, close, slider navigation, custom events) in between do not "
-    "count as steps), so opening a result counts once and the product page it leads to does not count "
-    "again. A click carrying its query counts in any session, one with no search event too. A click "
-    "belongs to its own query, else to the latest query a step of its session carried before it (a "
-    "search's, or any step whose metadata names one); sessions are read back to the "
-    "UTC day before the range, so a search at 23:59 leads to a click at 00:00 of the range's first day "
-    "(the search itself counts in its own day). At one instant events go by event id. `siteId` omitted: every site of the organisation. `days`: the last N UTC days, today "
-    "included. People are the linked user when a visitor was ever identified, else the visitor."
+    f"{module_rules(search_analytics)}\n\n"
+    "`siteId` omitted: every site of the organisation. `days`: the last N UTC days, today included."
 )
 
 
