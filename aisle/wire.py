@@ -6,6 +6,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+# Also the config of wire TypedDicts (``pydantic.with_config``), which cannot derive from a model.
+CAMEL_CONFIG = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
 
 class CamelModel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, from_attributes=True)
+    model_config = ConfigDict(**CAMEL_CONFIG, from_attributes=True)

@@ -6,7 +6,6 @@ from datetime import date, datetime
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, ConfigDict, GetJsonSchemaHandler, WithJsonSchema
-from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
 
 from aisle.wire import CamelModel
@@ -29,9 +28,7 @@ def _not_blank(schema: dict[str, Any]) -> None:
 class StrictCamelModel(CamelModel):
     """Request bodies: unknown fields are an error, so typos do not pass silently."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", str_strip_whitespace=True
-    )
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     @classmethod
     def __get_pydantic_json_schema__(cls, core_schema: Any, handler: GetJsonSchemaHandler) -> JsonSchemaValue:

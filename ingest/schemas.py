@@ -27,6 +27,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
 from typing_extensions import TypedDict
 
+from aisle.wire import CAMEL_CONFIG
 from ingest.event_names import CANONICAL_EVENT_NAMES
 
 # Documented limits (also in the OpenAPI descriptions).
@@ -211,7 +212,7 @@ SentAt = Annotated[datetime, clock_reading]
 
 # camelCase on the wire, snake_case inside. Values are kept exactly as sent (no whitespace stripping):
 # free metadata must not be rewritten.
-_WIRE_DICT = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+_WIRE_DICT = CAMEL_CONFIG
 
 
 class _Wire(BaseModel):

@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from decimal import ROUND_HALF_EVEN, Context, Decimal
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
+from aisle.wire import CamelModel
 
 # ISO-4217 exponents that are not 2 (the list in the standard's table A.1); every other code has 2.
 _EXPONENTS: dict[str, int] = {
@@ -71,11 +70,9 @@ def per_unit(amount: Decimal | int | str, count: int, currency: str) -> str:
     return format_amount(MONEY_CONTEXT.divide(Decimal(amount), count) if count else Decimal(0), currency)
 
 
-class MoneyTotal(BaseModel):
+class MoneyTotal(CamelModel):
     """A card's total: one amount when every row has the same currency; otherwise ``amount`` and
     ``currency`` are null, ``mixed`` is true, and the per-currency rows beside it carry the figures."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
     amount: str | None
     currency: str | None

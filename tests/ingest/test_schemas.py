@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ingest.normalise import Context, Rejected, order_row
 
 from aisle.settings import Settings
 from api.app import create_app
 from ingest.event_names import CANONICAL_EVENT_NAMES
+from ingest.orders import order_row
 from ingest.schemas import (
     AMOUNT_TEXT,
     BROKEN_CHARACTER,
@@ -24,6 +24,7 @@ from ingest.schemas import (
     NEGATIVE_AMOUNT_PATTERN,
     NOT_BLANK_TEXT,
 )
+from ingest.validation import Context, Rejected
 
 CTX = Context(
     site_id="00000000-0000-0000-0000-000000000001",
