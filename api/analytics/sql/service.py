@@ -330,14 +330,8 @@ def _no_access() -> Forbidden:
 
 
 def _record(conn: Connection, *, site: Site, user_id: str, action: str, saved: SavedQuery) -> None:
-    activity.record(
-        conn,
-        organization_id=site["organization_id"],
-        site_id=site["id"],
-        user_id=user_id,
-        action=action,
-        details={"savedQueryId": saved["id"], "name": saved["name"]},
-    )
+    details = {"savedQueryId": saved["id"], "name": saved["name"]}
+    activity.record_on_site(conn, site, action, user_id=user_id, details=details)
 
 
 def _name_taken(name: str) -> Conflict:
