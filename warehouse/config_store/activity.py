@@ -45,14 +45,8 @@ def record_on_site(
     details: dict[str, Any] | None = None,
 ) -> None:
     """``record`` a change to one site, in its organisation's log."""
-    record(
-        conn,
-        organization_id=site["organization_id"],
-        site_id=site["id"],
-        user_id=user_id,
-        action=action,
-        details=details,
-    )
+    org, site_id = site["organization_id"], site["id"]
+    record(conn, organization_id=org, site_id=site_id, user_id=user_id, action=action, details=details)
 
 
 def list_recent(
