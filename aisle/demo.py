@@ -87,22 +87,15 @@ def _traffic_site_id(organization_id: str, spec: DemoSite) -> str:
 
 
 def _create_site(
-    conn: Connection,
-    organization_id: str,
-    *,
-    name: str,
-    domain: str,
-    currency: str,
-    timezone: str,
-    site_id: str | None = None,
+    conn: Connection, organization_id: str, spec: DemoSite, *, site_id: str | None = None
 ) -> Site:
     return sites.create(
         conn,
         organization_id=organization_id,
-        name=name,
-        domain=domain,
-        currency=currency,
-        timezone=timezone,
+        name=spec.name,
+        domain=spec.domain,
+        currency=spec.currency,
+        timezone=spec.timezone,
         tracking_config=default_tracking_config(),
         is_verified=True,
         site_id=site_id,
@@ -232,12 +225,7 @@ def load_demo(
         site = _site_named(conn, organization_id, DEMO_SITE_NAME)
         if site is None:
             site = _create_site(
-                conn,
-                organization_id,
-                name=DEMO_SITE_NAME,
-                domain=DEMO_DOMAIN,
-                currency="GBP",
-                timezone="Europe/London",
+                conn, organization_id, DemoSite(DEMO_SITE_NAME, DEMO_DOMAIN, "GBP", "Europe/London")
             )
     with store.connect() as conn:
         missing = [s for s in DEMO_TRAFFIC_SITES if _site_named(conn, organization_id, s.name) is None]
@@ -272,15 +260,8 @@ def load_demo(
                 for spec in missing:
                     # The site commits only once its traffic is in the lake.
                     with store.begin() as conn:
-                        record = _create_site(
-                            conn,
-                            organization_id,
-                            name=spec.name,
-                            domain=spec.domain,
-                            currency=spec.currency,
-                            timezone=spec.timezone,
-                            site_id=_traffic_site_id(organization_id, spec),
-                        )
+                        site_id = _traffic_site_id(organization_id, spec)
+                        record = _create_site(conn, organization_id, spec, site_id=site_id)
                         loaded[spec.name] = load_traffic(
                             ingest,
                             record,

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -30,54 +30,27 @@ from warehouse.engine import Engine
 from warehouse.hotstate import HotState
 
 
-# Plain accessors are async so FastAPI calls them inline rather than through the thread pool.
-async def _settings(request: Request) -> Settings:
-    return request.app.state.settings
+def _app_state(name: str) -> Any:
+    """A dependency answering the application's state attribute ``name``. Async, so FastAPI calls it
+    inline rather than through the thread pool."""
+
+    async def read(request: Request) -> Any:
+        return getattr(request.app.state, name)
+
+    return Depends(read)
 
 
-async def _store(request: Request) -> ConfigStore:
-    return request.app.state.store
-
-
-async def _engine(request: Request) -> Engine:
-    return request.app.state.engine
-
-
-async def _ingest(request: Request) -> Ingest:
-    return request.app.state.ingest
-
-
-async def _batch_workers(request: Request) -> BatchWorkers | None:
-    return request.app.state.batch_workers
-
-
-async def _sql_sandbox(request: Request) -> Sandbox:
-    return request.app.state.sql_sandbox
-
-
-async def _hot(request: Request) -> HotState:
-    return request.app.state.hot
-
-
-async def _outbox(request: Request) -> Outbox:
-    return request.app.state.outbox
-
-
-async def _event_batches(request: Request) -> EventBatches:
-    return request.app.state.event_batches
-
-
-SettingsDep = Annotated[Settings, Depends(_settings)]
-ConfigStoreDep = Annotated[ConfigStore, Depends(_store)]
+SettingsDep = Annotated[Settings, _app_state("settings")]
+ConfigStoreDep = Annotated[ConfigStore, _app_state("store")]
 # DuckDB over the lake: what `queries` functions run on.
-EngineDep = Annotated[Engine, Depends(_engine)]
-IngestDep = Annotated[Ingest, Depends(_ingest)]
-BatchWorkersDep = Annotated[BatchWorkers | None, Depends(_batch_workers)]
-SqlSandboxDep = Annotated[Sandbox, Depends(_sql_sandbox)]
-HotStateDep = Annotated[HotState, Depends(_hot)]
-OutboxDep = Annotated[Outbox, Depends(_outbox)]
+EngineDep = Annotated[Engine, _app_state("engine")]
+IngestDep = Annotated[Ingest, _app_state("ingest")]
+BatchWorkersDep = Annotated[BatchWorkers | None, _app_state("batch_workers")]
+SqlSandboxDep = Annotated[Sandbox, _app_state("sql_sandbox")]
+HotStateDep = Annotated[HotState, _app_state("hot")]
+OutboxDep = Annotated[Outbox, _app_state("outbox")]
 # What the storefront's events batch needs (the hot path is handed the same object by the app factory).
-EventBatchesDep = Annotated[EventBatches, Depends(_event_batches)]
+EventBatchesDep = Annotated[EventBatches, _app_state("event_batches")]
 
 
 async def client_address(request: Request) -> str:

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any, Literal, overload
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -114,28 +114,6 @@ class _Rows:
         return (candidate < end) & (self.ts.take(candidate, mode="clip") <= deadline)
 
 
-@overload
-def _walk(
-    rows: _Rows,
-    starts: np.ndarray,
-    codes: list[int],
-    *,
-    window_us: int,
-    order: Order,
-    record: Literal[False] = False,
-    second: np.ndarray | None = None,
-) -> tuple[np.ndarray, None]: ...
-@overload
-def _walk(
-    rows: _Rows,
-    starts: np.ndarray,
-    codes: list[int],
-    *,
-    window_us: int,
-    order: Order,
-    record: Literal[True],
-    second: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]: ...
 def _walk(
     rows: _Rows,
     starts: np.ndarray,
@@ -227,6 +205,7 @@ def _sequential_starts(rows: _Rows, starts: np.ndarray, codes: list[int], *, win
     best, reached = _walk(
         rows, starts[tail], codes, window_us=window_us, order="sequential", record=True, second=second[tail]
     )
+    assert reached is not None  # recorded
     last_step = reached[np.arange(len(tail)), best - 1]
     earliest = np.where(best > 1, rows.ts[last_step] - window_us, np.iinfo(np.int64).min)
     low, high = heads, tail  # the answer lies in [low, high]; high always qualifies
@@ -261,6 +240,7 @@ def walk_funnel(
         level, _ = _walk(rows, starts, codes, window_us=window_us, order=order)
         chosen = starts[_first_best(rows.end[starts], level)]
     level, reached = _walk(rows, chosen, codes, window_us=window_us, order=order, record=True)
+    assert reached is not None  # recorded
     times = np.where(reached >= 0, ts[np.maximum(reached, 0)], 0)
     return Progress(person[chosen], level, times)
 

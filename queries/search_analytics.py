@@ -45,16 +45,12 @@ from queries.rates import rate
 from warehouse.config_store.product_identity import product_id_for
 from warehouse.engine import Engine
 
-SEARCH_STEPS = (
-    "search_instant_open",
-    "search_query",
-    "search_results",
-    "search_zero_results",
-    "search_filter",
-    "search_sort",
-    "search_page",
-    "recent_search_click",
-    "popular_search_click",
+# The search family's steps a click can follow: closing the search leaves it, and a click on a popular
+# category or product is a click itself, not a search step.
+SEARCH_STEPS = tuple(
+    name
+    for name in EVENT_FAMILIES["search"]
+    if name not in {"search_close", "popular_category_click", "popular_product_click"}
 )
 # Events that are no step between a search and the click that follows it.
 IGNORED = (

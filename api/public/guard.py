@@ -7,15 +7,19 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlparse
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path, Request, Response
 
-from api.deps import ConfigStoreDep
+from aisle.settings import Settings
+from api.deps import ClientAddress, ConfigStoreDep, HotStateDep, IngestDep, SettingsDep
 from api.errors import BadRequest, Forbidden, NotFound, ServiceUnavailable, Unauthorized, error_response
 from api.sites import keys
 from api.store_io import off_loop
+from api.throttle import Limit, throttle
+from ingest.service import Ingest
 from warehouse.config_store import organizations, site_cache
 from warehouse.config_store.sites import Site
 from warehouse.config_store.store import ConfigStore
+from warehouse.hotstate import HotState
 
 API_KEY_HEADER = "x-aisle-api-key"
 PLATFORM_HEADER = "x-aisle-client-platform"
@@ -130,3 +134,39 @@ def _client_header(request: Request, name: str) -> str | None:
 
 
 PublicSite = Annotated[PublicCaller, Depends(guard_public_site)]
+
+
+@dataclass(frozen=True)
+class PublicCall:
+    """A guarded public call and what its route reads, writes and counts it with."""
+
+    request: Request
+    caller: PublicCaller
+    ingest: Ingest
+    hot: HotState
+    settings: Settings
+    address: str  # the client's address: the subject when a body names no visitor
+    response: Response
+
+    def throttle(self, name: str, per_minute: int, subject: str) -> dict[str, str]:
+        """Count the call against the site's `per_minute` limit `name` for `subject` (429 once it is
+        spent); the rate-limit headers, also set on the response."""
+        limit = Limit(name, per_minute, 60)
+        return throttle(self.hot, self.response, limit=limit, subject=f"{self.caller.site['id']}:{subject}")
+
+
+async def _public_call(
+    request: Request,
+    caller: PublicSite,
+    ingest: IngestDep,
+    hot: HotStateDep,
+    settings: SettingsDep,
+    address: ClientAddress,
+    response: Response,
+) -> PublicCall:
+    return PublicCall(request, caller, ingest, hot, settings, address, response)
+
+
+# What a throttled public route takes: the guard's caller plus ingestion, hot state, settings, the
+# client's address and the response its rate-limit headers go on.
+PublicCallDep = Annotated[PublicCall, Depends(_public_call)]

@@ -6,15 +6,14 @@ The storefront's ingestion routes (events, orders, metrics, identify) are the tr
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter
 
-from api.deps import ClientAddress, HotStateDep, IngestDep, SettingsDep
 from api.openapi_bodies import documented_body
 from api.public import service
-from api.public.guard import PUBLIC_RESPONSES, PublicSite
+from api.public.guard import PUBLIC_RESPONSES, PublicCallDep
 from api.sites.service import tracking_config
 from api.sites.tracking_config import TrackerConfig
-from api.throttle import Limit, headers_on_errors, throttle
+from api.throttle import headers_on_errors
 from api.tracking.body import read_json
 from ingest.consent import CATEGORIES, ConsentIn, ConsentResult
 
@@ -25,13 +24,10 @@ CONSENT_PATH = "/consent"
 
 
 @router.get("/tracking-config", response_model=TrackerConfig, tags=["public"])
-def public_tracking_config(
-    caller: PublicSite, hot: HotStateDep, settings: SettingsDep, address: ClientAddress, response: Response
-) -> TrackerConfig:
+def public_tracking_config(call: PublicCallDep) -> TrackerConfig:
     """The tracker configuration (fallback source of the runtime config). Throttled per client address."""
-    limit = Limit("public-read", settings.public_read_limit_per_minute, 60)
-    throttle(hot, response, limit=limit, subject=f"{caller.site['id']}:{address}")
-    return tracking_config(caller.site)
+    call.throttle("public-read", call.settings.public_read_limit_per_minute, call.address)
+    return tracking_config(call.caller.site)
 
 
 @router.post(
@@ -56,32 +52,19 @@ def public_tracking_config(
         "alone. Analytics read, per person and category, the latest stated value.",
     ),
 )
-async def record_consent(
-    request: Request,
-    caller: PublicSite,
-    ingest: IngestDep,
-    hot: HotStateDep,
-    settings: SettingsDep,
-    address: ClientAddress,
-    response: Response,
-) -> ConsentResult:
+async def record_consent(call: PublicCallDep) -> ConsentResult:
     """Record a visitor's consent state (the web and mobile libraries' `grantConsent`/`revokeConsent`
     sync here). Under the public guard; throttled per visitor like the events batch (`X-RateLimit-*`,
     429 with `Retry-After`). 201 means the record is durable (written and fsync'ed to the log) and
     reaches the `consents` lake table exactly once; a re-sent `consentId` answers 200 with
     `duplicate: true`. `timestamp` may lie up to 7 days back (server time when absent; `sentAt` corrects
     client clock skew). `userId`, when given, makes the record count for that user in analytics."""
-    raw = await read_json(request)
+    raw = await read_json(call.request)
     visitor = raw.get("visitorId") if isinstance(raw, dict) else None
-    subject = visitor if isinstance(visitor, str) and visitor else address
-    headers = throttle(
-        hot,
-        response,
-        limit=Limit("consent-visitor", settings.visitor_batches_per_minute, 60),
-        subject=f"{caller.site['id']}:{subject}",
-    )
+    subject = visitor if isinstance(visitor, str) and visitor else call.address
+    headers = call.throttle("consent-visitor", call.settings.visitor_batches_per_minute, subject)
     with headers_on_errors(headers):
-        result = await service.record_consent(ingest, caller=caller, raw=raw)
+        result = await service.record_consent(call.ingest, caller=call.caller, raw=raw)
     if result.duplicate:
-        response.status_code = 200
+        call.response.status_code = 200
     return result

@@ -115,27 +115,15 @@ def update(store: ConfigStore, *, site: Site, user_id: str, body: SiteUpdate) ->
         values.update(is_verified=False, verified_at=None)
     with store.begin() as conn:
         updated = sites.update_fields(conn, site_id=site["id"], **values)
-        activity.record(
-            conn,
-            organization_id=site["organization_id"],
-            site_id=site["id"],
-            user_id=user_id,
-            action="site.updated",
-            details={k: v for k, v in values.items() if k != "verified_at"},
-        )
+        details = {k: v for k, v in values.items() if k != "verified_at"}
+        activity.record_on_site(conn, site, "site.updated", user_id=user_id, details=details)
     return site_out(_present(updated))
 
 
 def delete(store: ConfigStore, *, site: Site, user_id: str) -> None:
     with store.begin() as conn:
         sites.delete_one(conn, site_id=site["id"])
-        activity.record(
-            conn,
-            organization_id=site["organization_id"],
-            site_id=site["id"],
-            user_id=user_id,
-            action="site.deleted",
-        )
+        activity.record_on_site(conn, site, "site.deleted", user_id=user_id)
 
 
 def _present(site: Site | None) -> Site:
@@ -160,13 +148,7 @@ def update_tracking_config(
     config = apply_update(site["tracking_config"] or {}, patch)
     with store.begin() as conn:
         sites.update_fields(conn, site_id=site["id"], tracking_config=config.model_dump(by_alias=True))
-        activity.record(
-            conn,
-            organization_id=site["organization_id"],
-            site_id=site["id"],
-            user_id=user_id,
-            action="site.tracking_config_updated",
-        )
+        activity.record_on_site(conn, site, "site.tracking_config_updated", user_id=user_id)
     return config
 
 
@@ -185,12 +167,7 @@ def verify_domain(store: ConfigStore, settings: Settings, *, site: Site) -> Veri
     if passed is not None:
         with store.begin() as conn:
             verified = sites.update_fields(conn, site_id=site["id"], is_verified=True, verified_at=utcnow())
-            activity.record(
-                conn,
-                organization_id=site["organization_id"],
-                site_id=site["id"],
-                action="site.domain_verified",
-            )
+            activity.record_on_site(conn, site, "site.domain_verified")
         site = _present(verified)
     return VerifyResult(
         verified=bool(site["is_verified"]),

@@ -9,19 +9,16 @@ from fastapi import APIRouter, Request, Response
 
 from api.auth.permissions import ANALYTICS_VIEW
 from api.deps import (
-    ClientAddress,
     ConfigStoreDep,
     CurrentUser,
     EventBatchesDep,
-    HotStateDep,
     IngestDep,
-    SettingsDep,
     require,
 )
 from api.errors import BadRequest, error_response
 from api.openapi_bodies import documented_body
-from api.public.guard import PUBLIC_RESPONSES, PublicSite, guard_public_site
-from api.throttle import Limit, headers_on_errors, throttle, throttle_each_async
+from api.public.guard import PUBLIC_RESPONSES, PublicCallDep, guard_public_site
+from api.throttle import Limit, headers_on_errors, throttle_each_async
 from api.tracking import service
 from api.tracking.body import read_body, read_json
 from api.tracking.schemas import IdentifyIn, IdentifyOut, TrackOneDoc
@@ -132,29 +129,16 @@ DUPLICATE_ORDER_RESPONSE: dict[int | str, dict[str, Any]] = {
         ),
     ),
 )
-async def orders(
-    request: Request,
-    caller: PublicSite,
-    ingest: IngestDep,
-    hot: HotStateDep,
-    settings: SettingsDep,
-    address: ClientAddress,
-    response: Response,
-) -> OrderResult:
+async def orders(call: PublicCallDep) -> OrderResult:
     """Stricter order throttle; a repeated `orderId` inside the duplicate window answers 409 and stores nothing.
     Currency: the order's (ISO-4217), else the site's, else EUR."""
-    raw = await read_json(request)
-    visitor = (
-        raw.get("visitorId") if isinstance(raw, dict) and isinstance(raw.get("visitorId"), str) else address
-    )
-    headers = throttle(
-        hot,
-        response,
-        limit=Limit("orders-visitor", settings.orders_per_visitor_per_minute, 60),
-        subject=f"{caller.site['id']}:{visitor}",
-    )
+    raw = await read_json(call.request)
+    named = isinstance(raw, dict) and isinstance(raw.get("visitorId"), str)
+    visitor = raw["visitorId"] if named else call.address
+    headers = call.throttle("orders-visitor", call.settings.orders_per_visitor_per_minute, visitor)
     with headers_on_errors(headers):
-        return await service.accept_order(ingest, raw=raw, ctx=service.context(caller, sent_at=None))
+        ctx = service.context(call.caller, sent_at=None)
+        return await service.accept_order(call.ingest, raw=raw, ctx=ctx)
 
 
 @public.post(
@@ -164,26 +148,13 @@ async def orders(
         MetricsBatch, "Client-side metrics (web vitals, tracker health); invalid ones are reported by index."
     ),
 )
-async def metrics(
-    request: Request,
-    caller: PublicSite,
-    ingest: IngestDep,
-    hot: HotStateDep,
-    settings: SettingsDep,
-    address: ClientAddress,
-    response: Response,
-) -> BatchResult:
-    batch = MetricsBatchIn.model_validate(await read_json(request))
-    headers = throttle(
-        hot,
-        response,
-        limit=Limit("metrics-visitor", settings.visitor_batches_per_minute, 60),
-        subject=f"{caller.site['id']}:{service.visitor_of(batch.metrics, address)}",
-    )
+async def metrics(call: PublicCallDep) -> BatchResult:
+    batch = MetricsBatchIn.model_validate(await read_json(call.request))
+    visitor = service.visitor_of(batch.metrics, call.address)
+    headers = call.throttle("metrics-visitor", call.settings.visitor_batches_per_minute, visitor)
     with headers_on_errors(headers):
-        return await service.accept_metrics(
-            ingest, metrics=batch.metrics, ctx=service.context(caller, sent_at=batch.sent_at)
-        )
+        ctx = service.context(call.caller, sent_at=batch.sent_at)
+        return await service.accept_metrics(call.ingest, metrics=batch.metrics, ctx=ctx)
 
 
 @public.post(
@@ -191,28 +162,15 @@ async def metrics(
     response_model=IdentifyOut,
     openapi_extra=documented_body(IdentifyIn, "The visitor and the user id it belongs to."),
 )
-async def identify(
-    request: Request,
-    caller: PublicSite,
-    ingest: IngestDep,
-    hot: HotStateDep,
-    settings: SettingsDep,
-    store: ConfigStoreDep,
-    response: Response,
-) -> IdentifyOut:
+async def identify(call: PublicCallDep, store: ConfigStoreDep) -> IdentifyOut:
     """Link the visitor to a user id. `merged` is true when the visitor's history now counts for that
     user: the link is new and the visitor was linked to no other user before (analytics count a
     visitor as its first user). Also stored as an `identify` event."""
     # Read like the other ingestion bodies: the same size limit, content types (sendBeacon) and codes.
-    body = IdentifyIn.model_validate(await read_json(request))
-    headers = throttle(
-        hot,
-        response,
-        limit=Limit("events-visitor", settings.visitor_batches_per_minute, 60),
-        subject=f"{caller.site['id']}:{body.visitor_id}",
-    )
+    body = IdentifyIn.model_validate(await read_json(call.request))
+    headers = call.throttle("events-visitor", call.settings.visitor_batches_per_minute, body.visitor_id)
     with headers_on_errors(headers):
-        return await service.identify(ingest, store, caller=caller, body=body)
+        return await service.identify(call.ingest, store, caller=call.caller, body=body)
 
 
 # --- private tracking (Bearer; the site named in the body) -------------------------------------------

@@ -61,7 +61,7 @@ def visitors_of(items: list[Any]) -> list[str]:
     return batch_visitors(item.get("visitorId") if isinstance(item, dict) else None for item in items)
 
 
-def visitor_of(items: list[Any], fallback: str | None) -> str | None:
+def visitor_of(items: list[Any], fallback: str) -> str:
     """The first visitor ``items`` name, else ``fallback``."""
     return next(iter(visitors_of(items)), fallback)
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
+from ingest.event_names import EVENT_FAMILIES
 from ingest.importer import import_file
 from ingest.service import Ingest
 from ingest.validation import Context
@@ -62,14 +63,7 @@ def journeys_for(ingest: Ingest, people: dict[str, list[dict]], *, site_id: str 
     ingest.flush()
 
 
-PRODUCT_EVENTS = {
-    "product_impression",
-    "product_click",
-    "product_view",
-    "product_dwell_time",
-    "add_to_cart",
-    "wishlist",
-}
+PRODUCT_EVENTS = set(EVENT_FAMILIES["product"])
 
 
 RETAIL_HEAD = Path(__file__).resolve().parents[1] / "data" / "online-retail-head-3000.csv"

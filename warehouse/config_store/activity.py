@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from warehouse.config_store.rows import new_id, to_dict
+from warehouse.config_store.sites import Site
 from warehouse.config_store.store import utcnow
 from warehouse.config_store.tables import activity_logs
 
@@ -33,6 +34,19 @@ def record(
             created_at=utcnow(),
         )
     )
+
+
+def record_on_site(
+    conn: Connection,
+    site: Site,
+    action: str,
+    *,
+    user_id: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> None:
+    """``record`` a change to one site, in its organisation's log."""
+    org, site_id = site["organization_id"], site["id"]
+    record(conn, organization_id=org, site_id=site_id, user_id=user_id, action=action, details=details)
 
 
 def list_recent(

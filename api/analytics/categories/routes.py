@@ -5,18 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
-from api.analytics.categories import service
+from api.analytics.categories import schemas, service
 from api.analytics.categories.params import Category
-from api.analytics.categories.schemas import (
-    CategoryConversion,
-    CategoryFilters,
-    CategoryList,
-    CategoryOverview,
-    CategoryPaths,
-    CategoryProducts,
-    CategoryTree,
-    CategoryTrends,
-)
 from api.analytics.scope import Limit
 from api.deps import EngineDep
 from api.descriptions import module_rules
@@ -35,8 +25,8 @@ SEMANTICS = (
 )
 
 
-@router.get("/overview", response_model=CategoryOverview)
-def overview(engine: EngineDep, query: Category) -> CategoryOverview:
+@router.get("/overview", response_model=schemas.CategoryOverview)
+def overview(engine: EngineDep, query: Category) -> schemas.CategoryOverview:
     """Totals over the selected categories: `categoryViews`, `viewers` (people with a view), `sessions`
     with a view (a session is a person's `sessionId`: a visitor id that changes at login within a session
     stays one session), `filterUses`, `productViews`, `addToCarts`, `categories` (distinct paths seen),
@@ -46,8 +36,8 @@ def overview(engine: EngineDep, query: Category) -> CategoryOverview:
     return service.get_overview(engine, query=query)
 
 
-@router.get("/top", response_model=CategoryList)
-def top(engine: EngineDep, query: Category, limit: Limit = 20) -> CategoryList:
+@router.get("/top", response_model=schemas.CategoryList)
+def top(engine: EngineDep, query: Category, limit: Limit = 20) -> schemas.CategoryList:
     """Category paths as events and order lines name them (a parent's row holds only what names the
     parent itself; `/all` adds children up), most viewed first, then most orders, then by path. Each row:
     `categoryPath`, `parentPath`, `depth` (1 for a top-level category), `categoryViews`, `viewers`,
@@ -55,8 +45,8 @@ def top(engine: EngineDep, query: Category, limit: Limit = 20) -> CategoryList:
     return service.list_top(engine, query=query, limit=limit)
 
 
-@router.get("/conversion", response_model=CategoryConversion)
-def conversion(engine: EngineDep, query: Category) -> CategoryConversion:
+@router.get("/conversion", response_model=schemas.CategoryConversion)
+def conversion(engine: EngineDep, query: Category) -> schemas.CategoryConversion:
     """`metrics`: `viewers` (people who viewed the categories), `productViewers`, `cartAdders` and
     `buyers` (people who bought a line of them), `convertedViewers` (viewers who bought a line of them
     at or after their first view of them in the range) and `conversionRate` = convertedViewers /
@@ -65,8 +55,8 @@ def conversion(engine: EngineDep, query: Category) -> CategoryConversion:
     return service.get_conversion(engine, query=query)
 
 
-@router.get("/products", response_model=CategoryProducts)
-def products(engine: EngineDep, query: Category, limit: Limit = 20) -> CategoryProducts:
+@router.get("/products", response_model=schemas.CategoryProducts)
+def products(engine: EngineDep, query: Category, limit: Limit = 20) -> schemas.CategoryProducts:
     """Products viewed, clicked, added or sold in the categories (`product_view`, `product_click` and
     `add_to_cart` events and order lines: a category event carrying a `productItemCode` names no
     product), most viewed first, then most orders, then by code (products known only by `productId`
@@ -83,8 +73,8 @@ def products(engine: EngineDep, query: Category, limit: Limit = 20) -> CategoryP
     return service.list_products(engine, query=query, limit=limit)
 
 
-@router.get("/paths", response_model=CategoryPaths)
-def paths(engine: EngineDep, query: Category, limit: Limit = 20) -> CategoryPaths:
+@router.get("/paths", response_model=schemas.CategoryPaths)
+def paths(engine: EngineDep, query: Category, limit: Limit = 20) -> schemas.CategoryPaths:
     """How people move between categories: the `category_view` events of each session (a person's
     `sessionId`) in time order (at one instant by `eventId`), repeated views of one category in a row
     folded into one, each step from one category to the next. Per step (`fromPath` → `toPath`):
@@ -93,16 +83,16 @@ def paths(engine: EngineDep, query: Category, limit: Limit = 20) -> CategoryPath
     return service.list_paths(engine, query=query, limit=limit)
 
 
-@router.get("/trends", response_model=CategoryTrends)
-def trends(engine: EngineDep, query: Category) -> CategoryTrends:
+@router.get("/trends", response_model=schemas.CategoryTrends)
+def trends(engine: EngineDep, query: Category) -> schemas.CategoryTrends:
     """One row per day of the range in the site's time zone, zero days included: `categoryViews`,
     `viewers`, `productViews`, `addToCarts`, `orders` (a count over all currencies) and
     `revenueByCurrency`."""
     return service.get_trends(engine, query=query)
 
 
-@router.get("/filters", response_model=CategoryFilters)
-def filters(engine: EngineDep, query: Category, limit: Limit = 20) -> CategoryFilters:
+@router.get("/filters", response_model=schemas.CategoryFilters)
+def filters(engine: EngineDep, query: Category, limit: Limit = 20) -> schemas.CategoryFilters:
     """Filters used on category listings, from `category_filter` events: the filter is
     `metadata.filterName`, else `filterType`, else `filter` (`unknown` when none); its value
     `metadata.filterValue`, else `value` (null when none); an empty text is none. Per filter and value: `uses`, `people`,
@@ -110,8 +100,8 @@ def filters(engine: EngineDep, query: Category, limit: Limit = 20) -> CategoryFi
     return service.list_filters(engine, query=query, limit=limit)
 
 
-@router.get("/all", response_model=CategoryTree)
-def all_categories(engine: EngineDep, query: Category) -> CategoryTree:
+@router.get("/all", response_model=schemas.CategoryTree)
+def all_categories(engine: EngineDep, query: Category) -> schemas.CategoryTree:
     """Every category seen and all its ancestors, in path order (a parent before its children): `own`
     holds what names the path itself, `total` what names it or any path below it (people counted once
     per node). With `categoryPath`, that category and its subcategories only."""

@@ -5,17 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from datetime import date
 
-from api.analytics.consent.schemas import (
-    ConsentCategories,
-    ConsentComparison,
-    ConsentImpact,
-    ConsentSimulation,
-    ConsentStats,
-    ConsentTrends,
-    ExportRow,
-    SimulateIn,
-    SiteConsent,
-)
+from api.analytics.consent import schemas
 from api.analytics.scope import date_range
 from api.deps import Principal, canonical_site_id, load_owned_site
 from api.errors import BadRequest
@@ -33,11 +23,11 @@ MAX_COMPARED_SITES = 50
 DEFAULT_REQUIRED = ["analytics"]
 
 
-def get_stats(engine: Engine, *, query: ConsentRange) -> ConsentStats:
+def get_stats(engine: Engine, *, query: ConsentRange) -> schemas.ConsentStats:
     return consent.consent_stats(engine, query)
 
 
-def get_trends(engine: Engine, *, query: ConsentRange, interval: Interval) -> ConsentTrends:
+def get_trends(engine: Engine, *, query: ConsentRange, interval: Interval) -> schemas.ConsentTrends:
     """400 ``TOO_MANY_PERIODS`` past ``queries.consent.MAX_PERIODS``."""
     try:
         return consent.consent_trends(engine, query, interval=interval)
@@ -45,27 +35,29 @@ def get_trends(engine: Engine, *, query: ConsentRange, interval: Interval) -> Co
         raise BadRequest(str(exc), code="TOO_MANY_PERIODS") from exc
 
 
-def get_impact(engine: Engine, *, query: ConsentRange, category: Category) -> ConsentImpact:
+def get_impact(engine: Engine, *, query: ConsentRange, category: Category) -> schemas.ConsentImpact:
     return consent.consent_impact(engine, query, category=category)
 
 
-def get_categories(engine: Engine, *, query: ConsentRange) -> ConsentCategories:
+def get_categories(engine: Engine, *, query: ConsentRange) -> schemas.ConsentCategories:
     return consent.consent_categories(engine, query)
 
 
-def list_log(engine: Engine, *, query: ConsentRange, kind: ExportKind, limit: int) -> Iterator[ExportRow]:
+def list_log(
+    engine: Engine, *, query: ConsentRange, kind: ExportKind, limit: int
+) -> Iterator[schemas.ExportRow]:
     """The consent observations of the range, oldest first, read as they are consumed."""
     return consent.iter_consent_log(engine, query, kind=kind, limit=limit)
 
 
 def simulate(
-    engine: Engine, *, site: Site, query: ConsentRange, body: SimulateIn | None
-) -> ConsentSimulation:
+    engine: Engine, *, site: Site, query: ConsentRange, body: schemas.SimulateIn | None
+) -> schemas.ConsentSimulation:
     """Replay the range's events through a consent gate: what the body leaves out comes from the site's
     cookieConsent settings, else ``DEFAULT_REQUIRED`` and no wait; a category outside ``CATEGORIES``
     is 400 ``UNKNOWN_CONSENT_CATEGORY``."""
     settings = tracking_config(site).data_layer_config.cookie_consent
-    body = body or SimulateIn()
+    body = body or schemas.SimulateIn()
     granular = body.granular_enabled if body.granular_enabled is not None else settings.granular
     required: Sequence[str] | None = body.required_categories
     if required is None:
@@ -113,12 +105,14 @@ def compare(
     site_ids: str | None,
     start_date: date | None,
     end_date: date | None,
-) -> ConsentComparison:
+) -> schemas.ConsentComparison:
     """The stats of ``site_ids`` (comma-separated; omitted: the organisation's sites, at most
     ``MAX_COMPARED_SITES``), each over the dates read in its own time zone."""
     rows = []
     for site in _compared_sites(store, principal, site_ids):
         start, end = date_range(site, start_date, end_date)
         figures = consent.consent_stats(engine, ConsentRange.of_site(site, start, end))
-        rows.append(SiteConsent(**figures.model_dump(), site_name=site["name"], timezone=site["timezone"]))
-    return ConsentComparison(sites=rows)
+        rows.append(
+            schemas.SiteConsent(**figures.model_dump(), site_name=site["name"], timezone=site["timezone"])
+        )
+    return schemas.ConsentComparison(sites=rows)

@@ -108,14 +108,8 @@ def get_owned(store: ConfigStore, *, principal: Principal, definition_id: str) -
 
 
 def _record(conn: Connection, *, site: Site, user_id: str, action: str, definition: Definition) -> None:
-    activity.record(
-        conn,
-        organization_id=site["organization_id"],
-        site_id=site["id"],
-        user_id=user_id,
-        action=action,
-        details={"funnelDefinitionId": definition["id"], "name": definition["name"]},
-    )
+    details = {"funnelDefinitionId": definition["id"], "name": definition["name"]}
+    activity.record_on_site(conn, site, action, user_id=user_id, details=details)
 
 
 def create(store: ConfigStore, *, principal: Principal, body: FunnelDefinitionCreate) -> Definition:

@@ -10,17 +10,7 @@ from fastapi.responses import StreamingResponse
 from fastapi.routing import APIRoute
 
 from api.analytics import exports
-from api.analytics.journeys import service
-from api.analytics.journeys.schemas import (
-    EXPORT_COLUMNS,
-    JOURNEY_ROW_SCHEMA,
-    JourneyDetail,
-    JourneyFunnel,
-    JourneyPage,
-    JourneyStats,
-    SequenceInsights,
-    SequencePage,
-)
+from api.analytics.journeys import schemas, service
 from api.analytics.scope import AnalyticsSite, Offset
 from api.deps import EngineDep
 from api.descriptions import module_rules
@@ -57,14 +47,14 @@ Converted = Annotated[
 ]
 
 
-@router.get("/journeys/{siteId}", response_model=JourneyPage, response_model_by_alias=True)
+@router.get("/journeys/{siteId}", response_model=schemas.JourneyPage, response_model_by_alias=True)
 def journeys(
     engine: EngineDep,
     query: Range,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Offset = 0,
     converted: Converted = None,
-) -> JourneyPage:
+) -> schemas.JourneyPage:
     """Journeys started in the range, newest first. `total` counts every journey matching the filter
     (for paging); `eventCount` counts the journey's events with each order one purchase (a purchase
     event naming an order is that order; one naming another person's order, a forwarded thank-you
@@ -73,8 +63,8 @@ def journeys(
     return service.list_journeys(engine, query, limit=limit, offset=offset, converted=converted)
 
 
-@router.get("/journeys/{siteId}/stats", response_model=JourneyStats, response_model_by_alias=True)
-def stats(engine: EngineDep, query: Range) -> JourneyStats:
+@router.get("/journeys/{siteId}/stats", response_model=schemas.JourneyStats, response_model_by_alias=True)
+def stats(engine: EngineDep, query: Range) -> schemas.JourneyStats:
     """Over the journeys started in the range: `totalJourneys`, `convertedJourneys`, `conversionRate`
     (converted / total), `avgEventsPerJourney`, `avgDurationSeconds` and `medianDurationSeconds` (0 when
     there are none), `uniquePeople` (the person of each journey's first entry), and
@@ -82,8 +72,8 @@ def stats(engine: EngineDep, query: Range) -> JourneyStats:
     return service.get_stats(engine, query)
 
 
-@router.get("/journeys/{siteId}/funnel", response_model=JourneyFunnel, response_model_by_alias=True)
-def funnel(engine: EngineDep, query: Range) -> JourneyFunnel:
+@router.get("/journeys/{siteId}/funnel", response_model=schemas.JourneyFunnel, response_model_by_alias=True)
+def funnel(engine: EngineDep, query: Range) -> schemas.JourneyFunnel:
     """Journey-level stages of the storefront path page_view → product_view → add_to_cart →
     checkout_begin → purchase: a journey counts at a stage when it contains that event (anywhere, in any
     order); `rate` is the count over all journeys started in the range (`totalJourneys`)."""
@@ -93,7 +83,7 @@ def funnel(engine: EngineDep, query: Range) -> JourneyFunnel:
 @router.get(
     "/journeys/{siteId}/export",
     response_class=StreamingResponse,
-    responses=exports.export_responses("The list's journeys as rows.", JOURNEY_ROW_SCHEMA),
+    responses=exports.export_responses("The list's journeys as rows.", schemas.JOURNEY_ROW_SCHEMA),
 )
 def export(
     engine: EngineDep,
@@ -107,7 +97,7 @@ def export(
     eventCount, converted, entryUrl, exitUrl, revenue (per currency as `EUR 30.5;USD 20`)."""
     rows = service.export_rows(engine, query, limit=limit, converted=converted)
     chunks: exports.Chunks = (
-        exports.csv_rows(EXPORT_COLUMNS, service.csv_values(rows))
+        exports.csv_rows(schemas.EXPORT_COLUMNS, service.csv_values(rows))
         if format == "csv"
         else exports.json_array(service.json_rows(rows))
     )
@@ -116,7 +106,7 @@ def export(
 
 @router.get(
     "/journeys/{siteId}/{journeyId}",
-    response_model=JourneyDetail,
+    response_model=schemas.JourneyDetail,
     response_model_by_alias=True,
     responses={
         404: {
@@ -125,7 +115,7 @@ def export(
         }
     },
 )
-def journey(engine: EngineDep, site: AnalyticsSite, journeyId: str) -> JourneyDetail:
+def journey(engine: EngineDep, site: AnalyticsSite, journeyId: str) -> schemas.JourneyDetail:
     """One journey by its key (a journeyId, or the sessionId of events without one), whatever its date:
     the list fields, `events` as recorded in time order (every purchase event included, with its
     metadata parsed; `eventCount` is the list's count, see there) and `orders`, the sales counted in
@@ -135,14 +125,14 @@ def journey(engine: EngineDep, site: AnalyticsSite, journeyId: str) -> JourneyDe
 
 @router.get(
     "/event-sequences/{siteId}/insights",
-    response_model=SequenceInsights,
+    response_model=schemas.SequenceInsights,
     response_model_by_alias=True,
 )
 def sequences_insights(
     engine: EngineDep,
     query: Range,
     limit: Annotated[int, Query(ge=1, le=100, description="Pairs and triples to return, each.")] = 20,
-) -> SequenceInsights:
+) -> schemas.SequenceInsights:
     """Event names in journey order (orders as `purchase`). `pairs` and `triples`: the most frequent
     runs of consecutive names, with `count` (occurrences), `journeys` (journeys holding them at least
     once) and `share` (journeys / `totalJourneys`). `nextEvents`: for each name, the name that most often
@@ -150,10 +140,12 @@ def sequences_insights(
     return service.get_sequence_insights(engine, query, limit=limit)
 
 
-@router.get("/event-sequences/{siteId}/raw", response_model=SequencePage, response_model_by_alias=True)
+@router.get(
+    "/event-sequences/{siteId}/raw", response_model=schemas.SequencePage, response_model_by_alias=True
+)
 def sequences_raw(
     engine: EngineDep, query: Range, limit: Annotated[int, Query(ge=1, le=500)] = 50, offset: Offset = 0
-) -> SequencePage:
+) -> schemas.SequencePage:
     """Journeys started in the range as their event names in time order (orders as `purchase`), newest
     first, paged; `total` counts every journey."""
     return service.list_sequences(engine, query, limit=limit, offset=offset)

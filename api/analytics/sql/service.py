@@ -100,6 +100,9 @@ def run(
 ) -> SqlResult:
     """Run a guarded query over the site's views; one log line per run says who ran what."""
     fingerprint = hashlib.sha256(query.sql.encode()).hexdigest()[:16]
+    run_log = log.bind(
+        site_id=site["id"], user_id=user_id, saved_query_id=saved_query_id, sql_hash=fingerprint
+    )
     try:
         result = execute(
             engine.lake,
@@ -111,21 +114,10 @@ def run(
             sandbox=sandbox,
         )
     except SqlError as error:
-        log.info(
-            "adhoc_sql",
-            site_id=site["id"],
-            user_id=user_id,
-            saved_query_id=saved_query_id,
-            sql_hash=fingerprint,
-            outcome=error.code,
-        )
+        run_log.info("adhoc_sql", outcome=error.code)
         raise http_error(error) from None
-    log.info(
+    run_log.info(
         "adhoc_sql",
-        site_id=site["id"],
-        user_id=user_id,
-        saved_query_id=saved_query_id,
-        sql_hash=fingerprint,
         outcome="ok",
         rows=result.table.num_rows,
         truncated=result.truncated,
@@ -244,32 +236,29 @@ def coerce(parameter: SavedQueryParameter, value: ParameterValue) -> Any:
     raise _invalid(name, expected)
 
 
+def _refuse_any(names: list[str], message: str, code: str, key: str, **details: Any) -> None:
+    """A 400 when ``names`` is not empty: ``message`` followed by the names, and the names in
+    ``details[key]`` (before any other ``details``)."""
+    if names:
+        raise BadRequest(f"{message}{', '.join(names)}", code=code, details={key: names, **details})
+
+
 def check_saved(query: str, dialect: str, parameters: list[SavedQueryParameter]) -> GuardedQuery:
     """A saved query must pass the guard, and declare exactly the parameters it uses, each once, with
     defaults of their type."""
     guarded = _guard(query, dialect)
     declared = [p.name for p in parameters]
     duplicates = sorted({n for n in declared if declared.count(n) > 1})
-    if duplicates:
-        raise BadRequest(
-            f"Declare each parameter once: {', '.join(duplicates)}",
-            code="SQL_PARAMETER_DUPLICATE",
-            details={"duplicates": duplicates},
-        )
+    _refuse_any(duplicates, "Declare each parameter once: ", "SQL_PARAMETER_DUPLICATE", "duplicates")
     undeclared = [n for n in guarded.parameters if n not in declared]
-    if undeclared:
-        raise BadRequest(
-            f"Declare every parameter the query uses in `parameters`: {', '.join(undeclared)}",
-            code="SQL_PARAMETER_UNDECLARED",
-            details={"undeclared": undeclared},
-        )
+    _refuse_any(
+        undeclared,
+        "Declare every parameter the query uses in `parameters`: ",
+        "SQL_PARAMETER_UNDECLARED",
+        "undeclared",
+    )
     unused = [n for n in declared if n not in guarded.parameters]
-    if unused:
-        raise BadRequest(
-            f"The query does not use the declared parameters {', '.join(unused)}",
-            code="SQL_PARAMETER_UNUSED",
-            details={"unused": unused},
-        )
+    _refuse_any(unused, "The query does not use the declared parameters ", "SQL_PARAMETER_UNUSED", "unused")
     for parameter in parameters:
         coerce(parameter, parameter.default)
     return guarded
@@ -279,19 +268,17 @@ def bound_values(parameters: list[SavedQueryParameter], given: dict[str, Paramet
     """The values of a saved query's run: the given ones, else the defaults of optional parameters."""
     declared = {p.name: p for p in parameters}
     unknown = sorted(set(given) - set(declared))
-    if unknown:
-        raise BadRequest(
-            f"The saved query has no parameter named {', '.join(unknown)}",
-            code="SQL_PARAMETER_UNKNOWN",
-            details={"unknown": unknown, "parameters": [*declared]},
-        )
+    _refuse_any(
+        unknown,
+        "The saved query has no parameter named ",
+        "SQL_PARAMETER_UNKNOWN",
+        "unknown",
+        parameters=[*declared],
+    )
     missing = [p.name for p in parameters if p.required and p.name not in given]
-    if missing:
-        raise BadRequest(
-            f"Give a value for every required parameter; missing: {', '.join(missing)}",
-            code="SQL_PARAMETER_MISSING",
-            details={"missing": missing},
-        )
+    _refuse_any(
+        missing, "Give a value for every required parameter; missing: ", "SQL_PARAMETER_MISSING", "missing"
+    )
     for parameter in parameters:
         if parameter.name in given and given[parameter.name] is None and not parameter.nullable:
             # Bound as NULL in place of the default, an explicit null would quietly match nothing.
@@ -330,14 +317,8 @@ def _no_access() -> Forbidden:
 
 
 def _record(conn: Connection, *, site: Site, user_id: str, action: str, saved: SavedQuery) -> None:
-    activity.record(
-        conn,
-        organization_id=site["organization_id"],
-        site_id=site["id"],
-        user_id=user_id,
-        action=action,
-        details={"savedQueryId": saved["id"], "name": saved["name"]},
-    )
+    details = {"savedQueryId": saved["id"], "name": saved["name"]}
+    activity.record_on_site(conn, site, action, user_id=user_id, details=details)
 
 
 def _name_taken(name: str) -> Conflict:
