@@ -500,6 +500,7 @@ def demo_store(tmp_path):
     store.dispose()
 
 
+@pytest.mark.slow
 def test_load_demo_loads_traffic_once_per_site(tmp_path, demo_store):
     data_dir = tmp_path / "data"
     first = load_demo(demo_store, data_dir=data_dir, visitors=60, days=21, end=END)
@@ -528,6 +529,7 @@ def test_load_demo_loads_traffic_once_per_site(tmp_path, demo_store):
     assert {s["currency"] for s in org_sites} == {"GBP", "EUR", "USD", "JPY"}
 
 
+@pytest.mark.slow
 def test_load_demo_leaves_the_traffic_sites_for_later_while_another_process_holds_the_data_dir(
     tmp_path, demo_store
 ):
@@ -599,6 +601,7 @@ def clean_run(tmp_path_factory) -> dict[str, Counter]:
     return lake_rows(root / "data", site_names(result))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("days_later", [0, 2])
 def test_a_demo_that_failed_after_a_site_was_written_leaves_one_copy_after_the_next_run(
     tmp_path, demo_store, monkeypatch, clean_run, days_later
@@ -628,6 +631,7 @@ def test_a_demo_that_failed_after_a_site_was_written_leaves_one_copy_after_the_n
     assert lake_rows(data_dir, site_names(rerun)) == clean_run
 
 
+@pytest.mark.slow
 def test_a_demo_killed_with_rows_still_in_the_log_leaves_one_copy_after_the_next_run(
     tmp_path, demo_store, clean_run
 ):

@@ -29,7 +29,7 @@ from ingest.event_names import CANONICAL_EVENT_NAMES
 from queries.adhoc_sql import MAX_JSON_ROWS
 from queries.adhoc_sql_guard import DIALECTS
 from tests.factories import make_verified_site
-from tests.servers import LiveServer
+from tests.servers import in_process_client
 from warehouse.config_store.store import MIGRATIONS_DIR
 
 MIB = 1024 * 1024
@@ -324,11 +324,11 @@ def test_the_limit_is_a_setting(tmp_path):
         data_dir=tmp_path / "data", jwt_secret="test-signing-key-" + "x" * 32, event_batch_workers=0,
         max_request_body_bytes=200,
     )  # fmt: skip
-    with LiveServer(create_app(settings)) as live:
+    with in_process_client(create_app(settings)) as http:
         login = {"email": "nobody@example.com", "password": "wrong"}
         headers = {"Content-Type": "application/json"}
-        fits = httpx.post(f"{live.url}/api/v1/auth/login", content=padded_json(login, 200), headers=headers)
-        over = httpx.post(f"{live.url}/api/v1/auth/login", content=padded_json(login, 201), headers=headers)
+        fits = http.post("/auth/login", content=padded_json(login, 200), headers=headers)
+        over = http.post("/auth/login", content=padded_json(login, 201), headers=headers)
     assert (fits.status_code, fits.json()["error"]["code"]) == (401, "INVALID_CREDENTIALS")
     assert over.status_code == 413
     assert over.json()["error"] == {

@@ -37,6 +37,12 @@ def limits() -> dict[str, int]:
 
 
 @pytest.fixture
+def client(live_client: httpx.Client) -> httpx.Client:
+    """Over real HTTP: the address the throttles count is the socket's."""
+    return live_client
+
+
+@pytest.fixture
 def settings(tmp_path: Path, redis_url: str | None, limits: dict[str, int]) -> Settings:
     return Settings(data_dir=tmp_path / "data", jwt_secret=SIGNING_KEY, redis_url=redis_url, **limits)
 
