@@ -53,13 +53,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # --- the app ------------------------------------------------------------------------------------------
 # A test gets an app of its own (fresh data dir, config store and lake) and talks to it in process
 # (`client`: httpx over ASGI, no socket). A module marked `shared_app` gets one app for all its tests
-# instead, which saves the app's boot per test; its tests must not depend on a fresh data dir (each
-# brings its own organisation and sites through `owner`/`outsider`, which makes that easy). A test that
-# uses `server` or `live_client` talks to a real uvicorn server on loopback, and so does its `client`.
+# instead, which saves the app's boot (migrations, the events flusher process) per test; its tests must
+# not depend on a fresh data dir (each brings its own organisation and sites through `owner`/`outsider`,
+# which makes that easy) nor change the app's settings or state. A test that uses `server` or
+# `live_client` talks to a real uvicorn server on loopback, and so does its `client`, with an app of
+# its own in any module.
 
 
 def _shared(request: pytest.FixtureRequest) -> bool:
-    return request.node.get_closest_marker("shared_app") is not None
+    """A test of a `shared_app` module uses the module's app, unless it needs a real server."""
+    return request.node.get_closest_marker("shared_app") is not None and not _over_loopback(request)
 
 
 def _over_loopback(request: pytest.FixtureRequest) -> bool:
@@ -102,10 +105,8 @@ def store(app):
 
 
 @pytest.fixture
-def server(request: pytest.FixtureRequest, app) -> Iterator[LiveServer]:
+def server(app) -> Iterator[LiveServer]:
     """The app over real HTTP (uvicorn on a loopback port): for what a socket is the point of."""
-    if _shared(request):
-        raise RuntimeError("a shared_app module's app runs in process; a real server needs an app of its own")
     with LiveServer(app) as live:
         yield live
 
@@ -122,7 +123,9 @@ def client(request: pytest.FixtureRequest, app) -> Iterator[httpx.Client]:
     if _over_loopback(request):
         yield request.getfixturevalue("live_client")
     elif _shared(request):
-        yield request.getfixturevalue("module_client")
+        shared = request.getfixturevalue("module_client")
+        shared.cookies.clear()  # what one test was given (the CSRF cookie) is not the next one's
+        yield shared
     else:
         with in_process_client(app) as http:
             yield http

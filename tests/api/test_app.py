@@ -32,6 +32,8 @@ from tests.factories import make_verified_site
 from tests.servers import in_process_client
 from warehouse.config_store.store import MIGRATIONS_DIR
 
+pytestmark = pytest.mark.shared_app
+
 MIB = 1024 * 1024
 
 
@@ -188,11 +190,14 @@ def test_health_reports_each_check(client):
     assert body["checks"]["configStore"]["detail"] == f"schema {newest}"
 
 
-def test_health_is_503_when_the_data_dir_is_gone(client, settings):
+def test_health_is_503_when_the_data_dir_is_gone(tmp_path):
     import shutil
 
-    shutil.rmtree(settings.data_dir)
-    response = client.get("/health")
+    # An app of its own, not the module's: its data dir goes.
+    settings = Settings(data_dir=tmp_path / "data", jwt_secret="x" * 32, event_batch_workers=0)
+    with in_process_client(create_app(settings)) as client:
+        shutil.rmtree(settings.data_dir)
+        response = client.get("/health")
     assert response.status_code == 503
     assert response.json()["checks"]["dataDir"]["ok"] is False
 

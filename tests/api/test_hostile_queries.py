@@ -12,6 +12,8 @@ import pytest
 
 from tests.factories import Session, make_verified_site
 
+pytestmark = pytest.mark.shared_app
+
 HOSTILE = (
     "",
     "x",

@@ -27,6 +27,9 @@ from tests.factories import make_verified_site
 from tests.servers import LiveServer
 from warehouse.lake import ORDERS
 
+# Each test's app runs a batch worker process, as `aisle serve` does.
+pytestmark = pytest.mark.slow
+
 ORIGIN = {"Origin": "https://shop.example.com"}
 SIGNING_KEY = "test-signing-key-" + "x" * 32
 MIB = 1024 * 1024
