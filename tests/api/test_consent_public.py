@@ -24,8 +24,12 @@ ORIGIN = {"Origin": "https://shop.example.com"}
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
+    # No batch worker process: the consent route never hands its body to one.
     return Settings(
-        data_dir=tmp_path / "data", jwt_secret="test-signing-key-" + "x" * 32, visitor_batches_per_minute=1000
+        data_dir=tmp_path / "data",
+        jwt_secret="test-signing-key-" + "x" * 32,
+        visitor_batches_per_minute=1000,
+        event_batch_workers=0,
     )
 
 
