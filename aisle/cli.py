@@ -169,7 +169,9 @@ def flush(data_dir: DataDir = None) -> None:
     settings = _settings(data_dir, prepare=False)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+        # Set from a thread of its own: the main thread may hold the event's lock inside
+        # ``stop.wait``, and setting it in the handler would wait for that lock forever.
+        signal.signal(signum, lambda *_: threading.Thread(target=stop.set).start())
     refusals: tuple[type[Exception], ...] = (NotARedisLog, *_write_path_refusals())
     try:
         check_can_run(settings)  # before anything is made in a data directory it may not write

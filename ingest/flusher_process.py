@@ -110,7 +110,9 @@ def run(data_dir: Path, interval_seconds: float, parent: int) -> None:
     """``parent``: the server's pid, from the server (read here, a server killed while this process
     was still starting would already have handed it to init)."""
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # Set from a thread of its own: the handler runs on the main thread, which may hold the event's
+    # lock inside ``stop.wait``, and setting it there would wait for that lock forever.
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=stop.set).start())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the server, which stops this process
     flusher = events_flusher(data_dir, interval_seconds)
     due = 0.0

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what the tests need (redis-server and PostgreSQL from Debian when missing, the Python
-# packages into .venv) and run the whole suite. Extra arguments go to pytest.
+# packages into .venv) and run the whole suite. Extra arguments go to pytest; `--fast` runs
+# only the tests not marked slow: the tier to run before every commit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,4 +17,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 AISLE_EXTRAS=test scripts/bootstrap.sh
-exec .venv/bin/python -m pytest "$@"
+args=()
+for arg in "$@"; do
+  if [ "$arg" = "--fast" ]; then args+=(-m "not slow"); else args+=("$arg"); fi
+done
+exec .venv/bin/python -m pytest ${args[@]+"${args[@]}"}

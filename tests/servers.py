@@ -1,8 +1,10 @@
-"""Real servers for tests: the Aisle app over loopback HTTP, redis-server and PostgreSQL."""
+"""The Aisle app for tests: in process (no socket) or over loopback HTTP; redis-server and PostgreSQL."""
 
 from __future__ import annotations
 
+import contextlib
 import glob
+import math
 import os
 import pwd
 import shutil
@@ -12,9 +14,96 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import anyio
+import anyio.from_thread
+import httpx
 import uvicorn
+
+# The address a loopback server sees: throttles and logs key on it, so in process it is the same.
+LOOPBACK_CLIENT = ("127.0.0.1", 50000)
+IN_PROCESS_URL = "http://127.0.0.1"
+
+
+class InProcessApp:
+    """Runs an ASGI app in this process as uvicorn would, without a socket: its lifespan once (startup
+    on enter, shutdown on exit) and every request in the app's own event loop, in a thread.
+
+    ``client()`` is an ordinary ``httpx.Client``. Request bodies are read whole before the app sees
+    them and answers are read whole before the client does: tests of streaming, of the client's
+    address or of anything between the socket and the app (uvicorn, h11) use ``LiveServer``."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> InProcessApp:
+        with contextlib.ExitStack() as stack:
+            self.portal = stack.enter_context(anyio.from_thread.start_blocking_portal())
+            self._to_app_send, self._to_app = self.portal.call(_stream)
+            self._from_app, self._from_app_receive = self.portal.call(_stream)
+            self._lifespan = self.portal.start_task_soon(self._run_lifespan)
+            self._exchange("lifespan.startup")
+            stack.callback(self._exchange, "lifespan.shutdown")
+            self._stack = stack.pop_all()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stack.close()
+
+    async def _run_lifespan(self) -> None:
+        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": {}}
+        try:
+            await self.app(scope, self._to_app.receive, self._from_app.send)
+        finally:
+            await self._from_app.send(None)
+
+    def _exchange(self, message: str) -> None:
+        """Send a lifespan message and wait for the app's answer; a failure raises here."""
+        self.portal.call(self._to_app_send.send, {"type": message})
+        answer = self.portal.call(self._from_app_receive.receive)
+        if answer is None:
+            self._lifespan.result()
+            raise RuntimeError(f"the app ended its lifespan instead of answering {message}")
+        if answer["type"].endswith(".failed"):
+            raise RuntimeError(f"{message} failed: {answer.get('message', '')}")
+
+    def client(self, base_url: str = IN_PROCESS_URL) -> httpx.Client:
+        return httpx.Client(transport=_PortalTransport(self.app, self.portal), base_url=base_url, timeout=30)
+
+
+@contextlib.contextmanager
+def in_process_client(app: Any) -> Iterator[httpx.Client]:
+    """A client of the API (base URL ``/api/v1``) of ``app`` running in process."""
+    with InProcessApp(app) as running, running.client(f"{IN_PROCESS_URL}/api/v1") as http:
+        yield http
+
+
+def _stream() -> tuple[Any, Any]:
+    return anyio.create_memory_object_stream[Any](math.inf)
+
+
+class _PortalTransport(httpx.BaseTransport):
+    """A sync transport handing each request to httpx's ASGI transport in the app's event loop."""
+
+    def __init__(self, app: Any, portal: anyio.from_thread.BlockingPortal) -> None:
+        # An exception the app raises is a 500 to the client, as uvicorn answers it.
+        self.asgi = httpx.ASGITransport(app=app, raise_app_exceptions=False, client=LOOPBACK_CLIENT)
+        self.portal = portal
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        request.read()  # a streamed body becomes bytes, which the ASGI transport can send
+        return self.portal.call(self._answer, request)
+
+    async def _answer(self, request: httpx.Request) -> httpx.Response:
+        response = await self.asgi.handle_async_request(request)
+        body = await response.aread()
+        return httpx.Response(
+            response.status_code, headers=response.headers, stream=httpx.ByteStream(body), request=request
+        )
 
 
 def free_port() -> int:
@@ -72,8 +161,18 @@ class RedisServer:
         persistence = (
             ["--appendonly", "yes", "--appendfsync", "always"] if durable else ["--appendonly", "no"]
         )
-        self.command = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", *persistence,
-                        "--dir", self.dir]  # fmt: skip
+        self.command = [
+            binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            *persistence,
+            "--dir",
+            self.dir,
+        ]
         self.start()
 
     def start(self) -> None:
@@ -144,9 +243,20 @@ class PostgresServer:
 
     def resume(self) -> None:
         self._run(
-            [str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-w", "-t", "60",
-             "-o", f"-p {self.port} -h 127.0.0.1 -k {self.dir} -F", "start"]
-        )  # fmt: skip
+            [
+                str(self.bindir / "pg_ctl"),
+                "-D",
+                str(self.data),
+                "-l",
+                str(self.dir / "log"),
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                f"-p {self.port} -h 127.0.0.1 -k {self.dir} -F",
+                "start",
+            ]
+        )
 
     def _processes(self) -> list[int]:
         postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
@@ -166,6 +276,8 @@ class PostgresServer:
     def stop(self) -> None:
         subprocess.run(
             self.prefix + [str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"],
-            check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -26,6 +26,9 @@ from tests.servers import free_port, wait_for_port
 from warehouse.config_store import organizations, sites, users
 from warehouse.config_store.store import create_store_engine, migrate
 
+# Runs the `aisle` console script as subprocesses (seconds each).
+pytestmark = pytest.mark.slow
+
 PASSWORD = "cli password 123"
 
 

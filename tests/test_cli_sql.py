@@ -17,6 +17,9 @@ from tests.test_cli import run_aisle
 from warehouse.config_store import organizations, sites
 from warehouse.config_store.store import create_store_engine, migrate
 
+# Runs the `aisle` console script as subprocesses (seconds each).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def data_dir(tmp_path: Path) -> tuple[Path, str]:

@@ -502,6 +502,7 @@ def demo_store(tmp_path):
     store.dispose()
 
 
+@pytest.mark.slow
 def test_load_demo_loads_traffic_once_per_site(tmp_path, demo_store):
     data_dir = tmp_path / "data"
     first = load_demo(demo_store, data_dir=data_dir, visitors=60, days=21, end=END)
@@ -544,6 +545,7 @@ def test_load_demo_prints_the_sites_with_traffic_first_each_with_its_role(tmp_pa
     assert "no traffic" in result["siteRole"] and "aisle import" in result["siteRole"]
 
 
+@pytest.mark.slow
 def test_load_demo_leaves_the_traffic_sites_for_later_while_another_process_holds_the_data_dir(
     tmp_path, demo_store
 ):
@@ -615,6 +617,7 @@ def clean_run(tmp_path_factory) -> dict[str, Counter]:
     return lake_rows(root / "data", site_names(result))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("days_later", [0, 2])
 def test_a_demo_that_failed_after_a_site_was_written_leaves_one_copy_after_the_next_run(
     tmp_path, demo_store, monkeypatch, clean_run, days_later
@@ -644,6 +647,7 @@ def test_a_demo_that_failed_after_a_site_was_written_leaves_one_copy_after_the_n
     assert lake_rows(data_dir, site_names(rerun)) == clean_run
 
 
+@pytest.mark.slow
 def test_a_demo_killed_with_rows_still_in_the_log_leaves_one_copy_after_the_next_run(
     tmp_path, demo_store, clean_run
 ):

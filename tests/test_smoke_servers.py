@@ -11,7 +11,7 @@ def test_postgres_server_answers(postgres_url):
         assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
-def test_health_over_http(client):
-    response = client.get("/health")
+def test_health_over_http(live_client):
+    response = live_client.get("/health")
     assert response.status_code == 200
     assert response.json()["checks"]["configStore"]["ok"] is True

@@ -28,8 +28,10 @@ from ingest.currency import ISO4217_CODES
 from ingest.event_names import CANONICAL_EVENT_NAMES
 from queries.adhoc.policy import DIALECTS, MAX_JSON_ROWS
 from tests.factories import make_verified_site
-from tests.servers import LiveServer
+from tests.servers import in_process_client
 from warehouse.config_store.store import MIGRATIONS_DIR
+
+pytestmark = pytest.mark.shared_app
 
 MIB = 1024 * 1024
 
@@ -244,11 +246,14 @@ def test_health_reports_each_check(client):
     assert body["checks"]["configStore"]["detail"] == f"schema {newest}"
 
 
-def test_health_is_503_when_the_data_dir_is_gone(client, settings):
+def test_health_is_503_when_the_data_dir_is_gone(tmp_path):
     import shutil
 
-    shutil.rmtree(settings.data_dir)
-    response = client.get("/health")
+    # An app of its own, not the module's: its data dir goes.
+    settings = Settings(data_dir=tmp_path / "data", jwt_secret="x" * 32, event_batch_workers=0)
+    with in_process_client(create_app(settings)) as client:
+        shutil.rmtree(settings.data_dir)
+        response = client.get("/health")
     assert response.status_code == 503
     assert response.json()["checks"]["dataDir"]["ok"] is False
 
@@ -380,11 +385,11 @@ def test_the_limit_is_a_setting(tmp_path):
         data_dir=tmp_path / "data", jwt_secret="test-signing-key-" + "x" * 32, event_batch_workers=0,
         max_request_body_bytes=200,
     )  # fmt: skip
-    with LiveServer(create_app(settings)) as live:
+    with in_process_client(create_app(settings)) as http:
         login = {"email": "nobody@example.com", "password": "wrong"}
         headers = {"Content-Type": "application/json"}
-        fits = httpx.post(f"{live.url}/api/v1/auth/login", content=padded_json(login, 200), headers=headers)
-        over = httpx.post(f"{live.url}/api/v1/auth/login", content=padded_json(login, 201), headers=headers)
+        fits = http.post("/auth/login", content=padded_json(login, 200), headers=headers)
+        over = http.post("/auth/login", content=padded_json(login, 201), headers=headers)
     assert (fits.status_code, fits.json()["error"]["code"]) == (401, "INVALID_CREDENTIALS")
     assert over.status_code == 413
     assert over.json()["error"] == {

@@ -19,6 +19,8 @@ from tests.servers import LiveServer, PostgresServer
 from warehouse.config_store import site_cache, sites
 from warehouse.config_store.store import MIGRATIONS_DIR
 
+pytestmark = pytest.mark.postgres
+
 PASSWORD = "correct horse battery"
 
 

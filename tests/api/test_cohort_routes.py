@@ -6,9 +6,13 @@ import csv
 import io
 from datetime import UTC, datetime
 
+import pytest
+
 from jobs.compaction import JOB_ID
 from tests.factories import Session, make_user
 from warehouse import visitor_activity
+
+pytestmark = pytest.mark.shared_app
 
 FILTERS = {"cohortType": "first_visit", "intervalType": "week", "startDate": "2024-01-01",
            "endDate": "2024-01-14", "periodCount": 2}  # fmt: skip

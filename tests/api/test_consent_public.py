@@ -1,4 +1,4 @@
-"""The public consent route over real HTTP: stored once, partial states, validation as 400 envelopes,
+"""The public consent route over HTTP: stored once, partial states, validation as 400 envelopes,
 the public guard, and durability (a 201 survives `kill -9` of the server)."""
 
 from __future__ import annotations
@@ -24,8 +24,12 @@ ORIGIN = {"Origin": "https://shop.example.com"}
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
+    # No batch worker process: the consent route never hands its body to one.
     return Settings(
-        data_dir=tmp_path / "data", jwt_secret="test-signing-key-" + "x" * 32, visitor_batches_per_minute=1000
+        data_dir=tmp_path / "data",
+        jwt_secret="test-signing-key-" + "x" * 32,
+        visitor_batches_per_minute=1000,
+        event_batch_workers=0,
     )
 
 
@@ -145,6 +149,7 @@ def test_the_visitor_throttle_answers_429(app, client, shop):
     assert third.status_code == 429 and "Retry-After" in third.headers
 
 
+@pytest.mark.slow
 def test_an_acknowledged_consent_survives_kill_9(tmp_path, monkeypatch):
     data_dir = tmp_path / "data"
     site_key = prepare_site(data_dir)

@@ -8,9 +8,13 @@ import csv
 import io
 from datetime import UTC, datetime
 
+import pytest
+
 from api.analytics.consent import service as consent_service
 from ingest.validation import Context
 from tests.factories import Session, make_user
+
+pytestmark = pytest.mark.shared_app
 
 RANGE = {"startDate": "2024-02-01", "endDate": "2024-02-03"}
 ALL = {"necessary": True, "analytics": True, "marketing": True, "preferences": True}

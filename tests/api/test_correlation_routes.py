@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.factories import Session, make_user
+
+pytestmark = pytest.mark.shared_app
 
 RANGE = {"startDate": "2024-03-01T00:00:00Z", "endDate": "2024-03-02T00:00:00Z"}
 

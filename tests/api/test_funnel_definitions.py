@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from api.analytics.funnels.service import parse_steps
 from tests.factories import Session, make_user
 from warehouse.config_store import funnel_definitions
+
+pytestmark = pytest.mark.shared_app
 
 BASE = "/analytics/funnels/definitions"
 DEFAULT_WINDOW = 14 * 24 * 3600

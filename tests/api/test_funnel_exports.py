@@ -6,7 +6,11 @@ from __future__ import annotations
 import csv
 import io
 
+import pytest
+
 from tests.factories import Session, make_user
+
+pytestmark = pytest.mark.shared_app
 
 STEPS = "page_view,product_view,add_to_cart"
 DAY = {"startDate": "2024-03-05", "endDate": "2024-03-05"}

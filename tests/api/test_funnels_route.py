@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.factories import Session, make_user
+
+pytestmark = pytest.mark.shared_app
 
 
 def track(owner: Session, site_id: str, events: list[dict]) -> None:

@@ -12,6 +12,8 @@ import pytest
 
 from tests.factories import Session, make_verified_site
 
+pytestmark = pytest.mark.shared_app
+
 HOSTILE = (
     "",
     "x",
@@ -88,6 +90,7 @@ def test_the_walk_covers_the_analytics_routes(app):
     assert len(paths) >= 60
 
 
+@pytest.mark.slow
 def test_no_query_string_makes_an_analytics_route_fail(app, owner, shop):
     for template, names in analytics_gets(app):
         path = fill(template, shop["id"])

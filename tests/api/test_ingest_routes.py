@@ -30,6 +30,8 @@ from warehouse.lake import ORDERS
 
 # Every canonical event name, as a refusal of another lists them.
 ALLOWED = ", ".join(sorted(CANONICAL_EVENT_NAMES))
+# Each test's app runs a batch worker process, as `aisle serve` does.
+pytestmark = pytest.mark.slow
 
 ORIGIN = {"Origin": "https://shop.example.com"}
 SIGNING_KEY = "test-signing-key-" + "x" * 32

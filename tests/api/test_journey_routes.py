@@ -5,7 +5,11 @@ from __future__ import annotations
 import csv
 import io
 
+import pytest
+
 from tests.factories import Session, make_user
+
+pytestmark = pytest.mark.shared_app
 
 DAY = {"startDate": "2024-02-01", "endDate": "2024-02-01"}
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from tests.factories import Session, make_user
+
+pytestmark = pytest.mark.shared_app
 
 
 def iso(delta: timedelta) -> str:

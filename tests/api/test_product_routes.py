@@ -11,6 +11,8 @@ import pytest
 from tests.factories import Session
 from warehouse.config_store.product_identity import product_id_for
 
+pytestmark = pytest.mark.shared_app
+
 DAY = {"startDate": "2024-03-01", "endDate": "2024-03-01"}
 
 

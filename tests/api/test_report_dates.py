@@ -7,6 +7,8 @@ import re
 
 import pytest
 
+pytestmark = pytest.mark.shared_app
+
 DATE_PARAMS = ("startDate", "endDate")
 
 

@@ -19,6 +19,8 @@ import pytest
 
 from tests.factories import Session, make_user
 
+pytestmark = pytest.mark.shared_app
+
 MARCH = {"startDate": "2024-03-01", "endDate": "2024-03-31"}
 
 

@@ -6,8 +6,12 @@ from __future__ import annotations
 import csv
 import io
 
+import pytest
+
 from tests.api.test_sql_route import assert_error, site_with_data
 from tests.factories import Session, make_user
+
+pytestmark = pytest.mark.shared_app
 
 BASE = "/analytics/sql/saved"
 UNKNOWN_ID = "11111111-1111-1111-1111-111111111111"

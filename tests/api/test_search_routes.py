@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from tests.factories import Session, make_user
 from warehouse.config_store.product_identity import product_id_for
+
+pytestmark = pytest.mark.shared_app
 
 ROUTES = ("top-queries", "top-products", "zero-results")
 

@@ -8,6 +8,8 @@ import pytest
 
 from tests.factories import Session
 
+pytestmark = pytest.mark.shared_app
+
 
 @pytest.fixture
 def site(app, owner: Session) -> dict:

@@ -1,4 +1,4 @@
-"""Sites routes over real HTTP: lifecycle, feeds summary and stats, tracking configuration, the admin
+"""Sites routes over HTTP: lifecycle, feeds summary and stats, tracking configuration, the admin
 update, domain verification (against loopback DNS and HTTP peers), mobile API keys, and access rules."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from api.app import create_app
 from api.sites import keys
 from api.sites.keys import KEY_PREFIX
 from tests.factories import Session, make_user, make_verified_site
-from tests.servers import LiveServer
+from tests.servers import in_process_client
 from tests.verification_peers import WELL_KNOWN_PATH, DnsServer, WellKnownServer
 from warehouse.config_store.tables import site_api_keys
 
@@ -116,14 +116,8 @@ def store(app):
 
 
 @pytest.fixture(scope="module")
-def server(app) -> Iterator[LiveServer]:
-    with LiveServer(app) as live:
-        yield live
-
-
-@pytest.fixture(scope="module")
-def client(server) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=f"{server.url}/api/v1", timeout=30) as http:
+def client(app) -> Iterator[httpx.Client]:
+    with in_process_client(app) as http:
         yield http
 
 

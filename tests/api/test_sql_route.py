@@ -7,9 +7,12 @@ import csv
 import io
 
 import pyarrow.parquet as pq
+import pytest
 
 from api.analytics.sql.schemas import VIEWS
 from tests.factories import Session, make_user
+
+pytestmark = pytest.mark.shared_app
 
 SQL = "/analytics/sql"
 UNKNOWN_ID = "11111111-1111-1111-1111-111111111111"

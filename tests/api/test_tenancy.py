@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.factories import Session, make_user
+
+pytestmark = pytest.mark.shared_app
 
 SITE_PARAMS = ("{id}", "{siteId}")
 

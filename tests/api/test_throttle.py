@@ -17,6 +17,9 @@ from tests.factories import PASSWORD, Session, enable_mfa, make_user, make_verif
 from tests.servers import LiveServer, free_port
 from warehouse.config_store import users
 
+# Throttles over real HTTP, some against a real redis-server.
+pytestmark = pytest.mark.slow
+
 ORIGIN = {"Origin": "https://shop.example.com"}
 SIGNING_KEY = "test-signing-key-" + "x" * 32
 
@@ -34,6 +37,12 @@ def redis_url(request) -> str | None:
 def limits() -> dict[str, int]:
     """Settings overrides; tests parametrise this to shrink a limit."""
     return {}
+
+
+@pytest.fixture
+def client(live_client: httpx.Client) -> httpx.Client:
+    """Over real HTTP: the address the throttles count is the socket's."""
+    return live_client
 
 
 @pytest.fixture

@@ -15,12 +15,16 @@ from pathlib import Path
 
 import duckdb
 import orjson
+import pytest
 
 from ingest.batch_worker import BatchWorkers, PreparedBatch
 from ingest.event_lines import encode_event_batch, without_events
 from ingest.events import parse_event_batch, valid_event_log_columns
 from ingest.service import Ingest
 from ingest.validation import Context, Rejected, common_columns
+
+# Starts, loses and replaces worker processes.
+pytestmark = pytest.mark.slow
 
 SITE = "11111111-1111-1111-1111-111111111111"
 RECEIVED = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

@@ -23,6 +23,9 @@ from ingest.validation import Context
 from warehouse.engine import Engine
 from warehouse.lake import EVENTS, Lake
 
+# Starts and kills flusher processes.
+pytestmark = pytest.mark.slow
+
 SITE = "11111111-1111-1111-1111-111111111111"
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -356,6 +356,7 @@ def reference_retail(lines: list[dict]) -> dict[str, tuple[bool, Decimal]]:
     }
 
 
+@pytest.mark.slow
 def test_the_cli_imports_a_slice_of_the_real_online_retail_file(tmp_path):
     path = RETAIL_HEAD
     lines = list(csv.DictReader(io.StringIO(path.read_text())))

@@ -12,9 +12,13 @@ from pathlib import Path
 
 import duckdb
 import httpx
+import pytest
 
 from tests.kill9_support import prepare_site
 from tests.servers import free_port
+
+# Kills real server processes.
+pytestmark = pytest.mark.slow
 
 AISLE = str(Path(sys.executable).parent / "aisle")
 

@@ -741,6 +741,7 @@ def test_event_row_only_rejects_and_keeps_the_given_event_id(case):
         assert Decimal(row["value"]) == Decimal(raw["value"])
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(valid_events(), min_size=1, max_size=5), st.sampled_from([None, "page_vieww", 7]))
 def test_the_one_call_batch_path_gives_the_per_event_answer(cases, odd_name):
@@ -782,6 +783,7 @@ WIDER_FORMS = st.sampled_from([
 ])  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(valid_events(), WIDER_FORMS), min_size=1, max_size=4))
 def test_wider_forms_give_the_per_event_answer_on_either_path(cases):

@@ -83,6 +83,7 @@ def test_a_feed_that_cannot_be_read_as_a_whole_is_refused():
             list(read_feed(text, fmt))
 
 
+@pytest.mark.slow
 def test_the_cli_imports_a_feed_and_fills_the_site_currency(tmp_path):
     data_dir = tmp_path / "data"
     aisle = str(Path(sys.executable).parent / "aisle")

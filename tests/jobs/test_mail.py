@@ -55,6 +55,7 @@ def test_with_smtp_messages_go_to_the_server(tmp_path, smtp):
     assert not (tmp_path / "outbox").exists() or not list((tmp_path / "outbox").glob("*.eml"))
 
 
+@pytest.mark.slow
 def test_registration_sends_the_verification_email_over_smtp(tmp_path, smtp):
     import httpx
 

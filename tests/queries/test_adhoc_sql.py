@@ -7,6 +7,7 @@ import asyncio
 import io
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -23,6 +24,7 @@ from queries.adhoc.guard import guard
 from queries.adhoc.policy import VIEWS
 from queries.adhoc.run import execute, run_sql
 from queries.adhoc.sandbox import Sandbox, open_sandbox
+from warehouse.lake import Lake
 
 SITE = "aaaaaaaa-0000-4000-8000-000000000001"
 OTHER_SITE = "bbbbbbbb-0000-4000-8000-000000000002"
@@ -47,11 +49,12 @@ def load(ingest: Ingest, site_id: str, events: list[dict], orders: list[dict]) -
         assert ingest.accept_orders_sync(orders, ctx).rejected == []
 
 
-@pytest.fixture
-def shop(lake):
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory) -> Iterator[Lake]:
     """Site A: ann browses and buys (order o1, EUR, later partly refunded), then comes back identified as
-    u-ann; bob views a product and buys in USD the next day; cy looks once. Site B: zed, the other tenant."""
-    ingest, _ = lake
+    u-ann; bob views a product and buys in USD the next day; cy looks once. Site B: zed, the other tenant.
+    One lake for the module: the tests only read it (a write that got past the sandbox would fail them)."""
+    ingest = Ingest(data_dir=tmp_path_factory.mktemp("shop"), flush_interval_seconds=3600)
     load(ingest, SITE, [
         event("page_view", "ann", "s-ann-1", "2024-03-01T10:00:00Z", url="https://shop.example/",
               referrer="https://search.example/"),
@@ -109,7 +112,8 @@ def shop(lake):
          [order("ob1", "zed", "2024-03-01T05:00:00Z", "EUR", "999.00",
                 [{"productItemCode": "SECRET", "quantity": 1, "price": "999.00"}])])  # fmt: skip
     ingest.flush()
-    return ingest.lake
+    yield ingest.lake
+    ingest.stop()
 
 
 def rows(lake, sql: str, *, dialect: str | None = None, **kwargs) -> list[tuple]:

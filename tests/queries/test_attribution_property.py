@@ -33,6 +33,7 @@ from decimal import Decimal
 from fractions import Fraction
 from zoneinfo import ZoneInfo
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -56,6 +57,9 @@ from tests.queries.test_revenue_property import (
     reference_credits,
     touchpoints_before,
 )
+
+# Hundreds of generated shops against a reference: seconds to tens of seconds a test.
+pytestmark = pytest.mark.slow
 
 DAY = 86_400
 KINDS = ("campaign", "widget", "recommendation")

@@ -7,6 +7,7 @@ from collections import defaultdict
 from datetime import UTC, date, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,9 @@ from queries.categories import CategoryQuery, category_conversion
 from queries.correlations import CorrelationRange, correlations
 from tests.queries.helpers import SITE, journeys_for
 from warehouse.engine import Engine
+
+# Hundreds of generated shops against a reference: seconds to tens of seconds a test.
+pytestmark = pytest.mark.slow
 
 CURRENCIES = {"EUR": 2, "USD": 2, "JPY": 0, "KWD": 3}
 PATHS = [None, "Home", "Home > Kitchen", "Home > Kitchen > Mugs", "Garden", "Homeware"]

@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -34,6 +35,9 @@ from tests.queries.helpers import journeys_for
 from tests.queries.random_shops import examples, iso, money_text, new_site, open_lake, rate
 from warehouse.config_store.product_identity import product_id_for
 from warehouse.engine import Engine
+
+# Hundreds of generated shops against a reference: seconds to tens of seconds a test.
+pytestmark = pytest.mark.slow
 
 TIMEZONE = "America/New_York"  # clocks go forward at 02:00 on 10 March: a day of 23 hours in the range
 ZONE = ZoneInfo(TIMEZONE)

@@ -6,6 +6,7 @@ from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -13,6 +14,9 @@ from ingest.service import Ingest
 from queries.cohort import CohortQuery, add_periods, bucket_start, cohort_report
 from tests.queries.helpers import SITE, journeys_for
 from warehouse.engine import Engine
+
+# Hundreds of generated shops against a reference: seconds to tens of seconds a test.
+pytestmark = pytest.mark.slow
 
 START, END, PERIODS = date(2024, 1, 1), date(2024, 1, 21), 3
 NOW = datetime(2024, 6, 1, tzinfo=UTC)

@@ -7,6 +7,7 @@ import json
 from datetime import UTC, date, datetime, timedelta
 
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -148,6 +149,7 @@ def wire(journeys: dict[str, list[dict]]) -> dict[str, list[dict]]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     journeys=people,

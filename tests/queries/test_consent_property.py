@@ -19,6 +19,9 @@ from ingest.validation import Context
 from queries.consent import ConsentRange, consent_stats, simulate_consent
 from warehouse.engine import Engine
 
+# Hundreds of generated shops against a reference: seconds to tens of seconds a test.
+pytestmark = pytest.mark.slow
+
 START = date(2024, 3, 10)
 END = date(2024, 3, 11)
 BASE = datetime(2024, 3, 10, tzinfo=UTC)

@@ -20,6 +20,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 from zoneinfo import ZoneInfo
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -41,6 +42,9 @@ from tests.queries.test_consent_property import (
     user_of,
     write,
 )
+
+# Hundreds of generated shops against a reference: seconds to tens of seconds a test.
+pytestmark = pytest.mark.slow
 
 INTERVALS = ("day", "week", "month")
 CURRENCY_UNITS = {"EUR": 2, "USD": 2, "JPY": 0}

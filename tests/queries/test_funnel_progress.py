@@ -167,6 +167,7 @@ def reference_people(events, steps, *, window_seconds, order):
     return progress
 
 
+@pytest.mark.slow
 @seed(20240110)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(

@@ -10,6 +10,7 @@ from decimal import Decimal
 from fractions import Fraction
 from zoneinfo import ZoneInfo
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -26,6 +27,9 @@ from tests.queries.test_revenue_property import (
     open_lake,
     reference_revenue,
 )
+
+# Hundreds of generated shops against a reference: seconds to tens of seconds a test.
+pytestmark = pytest.mark.slow
 
 START, END = date(2024, 3, 1), date(2024, 3, 31)
 DAY = 86_400

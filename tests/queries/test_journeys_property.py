@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
+import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
@@ -28,6 +29,9 @@ from queries.journeys import (
 from queries.money import format_amount
 from tests.queries.helpers import PRODUCT_EVENTS, SITE, journeys_for
 from warehouse.engine import Engine
+
+# Hundreds of generated shops against a reference: seconds to tens of seconds a test.
+pytestmark = pytest.mark.slow
 
 ORIGIN = datetime(2024, 1, 9, tzinfo=UTC)  # instants are whole 6-hour slots after this, so ties happen
 SLOTS = 12  # 9 January 00:00 to 11 January 18:00 UTC

@@ -25,6 +25,9 @@ from tests.queries.random_shops import (
     reference_totals,
 )
 
+# Hundreds of generated shops against a reference: seconds to tens of seconds a test.
+pytestmark = pytest.mark.slow
+
 START, END = date(2024, 3, 2), date(2024, 3, 4)
 GRID_START = datetime(2024, 2, 29, tzinfo=UTC)  # a slot every 6 hours, to 7 March: midnights and ties
 SLOTS = st.integers(0, 7 * 4)

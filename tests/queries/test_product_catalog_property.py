@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +19,9 @@ from tests.queries.test_product_catalog_sync import send
 from warehouse.config_store import products
 from warehouse.config_store.store import create_store_engine, migrate
 from warehouse.engine import Engine
+
+# Hundreds of generated shops against a reference: seconds to tens of seconds a test.
+pytestmark = pytest.mark.slow
 
 CODES = ["A", "B"]
 NAMES = [None, "", "Lamp", "Lampe", "Lamp XL"]

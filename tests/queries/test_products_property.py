@@ -12,6 +12,7 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from zoneinfo import ZoneInfo
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +28,9 @@ from queries.products import (
 )
 from tests.queries.helpers import SITE, catalog_row, journeys_for, pid
 from warehouse.engine import Engine
+
+# Hundreds of generated shops against a reference: seconds to tens of seconds a test.
+pytestmark = pytest.mark.slow
 
 TIMEZONE = "Asia/Kolkata"  # +05:30: local days are not UTC days
 ZONE = ZoneInfo(TIMEZONE)

@@ -8,6 +8,7 @@ from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +18,9 @@ from queries.money import format_amount
 from queries.revenue import ReportRange, revenue_overview
 from tests.queries.helpers import SITE, journeys_for
 from warehouse.engine import Engine
+
+# Hundreds of generated shops against a reference: seconds to tens of seconds a test.
+pytestmark = pytest.mark.slow
 
 START, END = date(2024, 3, 1), date(2024, 3, 31)
 RANGE_START = datetime(2024, 3, 1, tzinfo=UTC)

@@ -20,6 +20,9 @@ from queries.search_analytics import top_products, top_queries, zero_result_quer
 from tests.queries.random_shops import Shop, examples, new_site, open_lake, rate
 from warehouse.config_store.product_identity import product_id_for
 
+# Hundreds of generated shops against a reference: seconds to tens of seconds a test.
+pytestmark = pytest.mark.slow
+
 START, END = date(2024, 3, 2), date(2024, 3, 3)
 DAY0 = datetime(2024, 3, 1, tzinfo=UTC)
 # Where sessions start: the day before the range, just before a midnight, at one, after the range.

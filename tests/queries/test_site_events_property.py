@@ -28,6 +28,9 @@ from tests.queries.random_shops import (
     reference_totals,
 )
 
+# Hundreds of generated shops against a reference: seconds to tens of seconds a test.
+pytestmark = pytest.mark.slow
+
 VISITORS = ("v0", "v1", "v2", "v3")
 USERS = ("u0", "u1")
 NAMES = ("page_view", "page_view", "scroll", "product_view", "add_to_cart", "purchase", "search_query")

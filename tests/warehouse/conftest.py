@@ -9,7 +9,7 @@ from sqlalchemy import Engine
 from warehouse.config_store.store import create_store_engine, migrate
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store(request, tmp_path: Path) -> Iterator[Engine]:
     """A migrated config store on SQLite and, in a second run, on the test PostgreSQL server."""
     if request.param == "sqlite":
