@@ -17,6 +17,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 AISLE_EXTRAS=test scripts/bootstrap.sh
+# Lint, format and types first, with zero findings: a red check stops the run before the tests.
+scripts/check.sh
 args=()
 for arg in "$@"; do
   if [ "$arg" = "--fast" ]; then args+=(-m "not slow"); else args+=("$arg"); fi
