@@ -43,8 +43,8 @@ class InProcessApp:
     def __enter__(self) -> InProcessApp:
         with contextlib.ExitStack() as stack:
             self.portal = stack.enter_context(anyio.from_thread.start_blocking_portal())
-            self._to_app_send, self._to_app = self.portal.call(_stream)
-            self._from_app, self._from_app_receive = self.portal.call(_stream)
+            self._inbox_send, self._inbox = self.portal.call(_stream)  # to the app
+            self._outbox, self._outbox_receive = self.portal.call(_stream)  # from the app
             self._lifespan = self.portal.start_task_soon(self._run_lifespan)
             self._exchange("lifespan.startup")
             stack.callback(self._exchange, "lifespan.shutdown")
@@ -57,14 +57,14 @@ class InProcessApp:
     async def _run_lifespan(self) -> None:
         scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": {}}
         try:
-            await self.app(scope, self._to_app.receive, self._from_app.send)
+            await self.app(scope, self._inbox.receive, self._outbox.send)
         finally:
-            await self._from_app.send(None)
+            await self._outbox.send(None)
 
     def _exchange(self, message: str) -> None:
         """Send a lifespan message and wait for the app's answer; a failure raises here."""
-        self.portal.call(self._to_app_send.send, {"type": message})
-        answer = self.portal.call(self._from_app_receive.receive)
+        self.portal.call(self._inbox_send.send, {"type": message})
+        answer = self.portal.call(self._outbox_receive.receive)
         if answer is None:
             self._lifespan.result()
             raise RuntimeError(f"the app ended its lifespan instead of answering {message}")
