@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what the tests need (redis-server and PostgreSQL from Debian when missing, the Python
-# packages into .venv) and run the whole suite. Extra arguments go to pytest; `--fast` runs
+# packages into .venv), run the static checks (scripts/check.sh) and the whole suite. Extra arguments
+# go to pytest; `--fast` runs
 # only the tests not marked slow: the tier to run before every commit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,4 +24,6 @@ args=()
 for arg in "$@"; do
   if [ "$arg" = "--fast" ]; then args+=(-m "not slow"); else args+=("$arg"); fi
 done
-exec .venv/bin/python -m pytest ${args[@]+"${args[@]}"}
+# Two workers by default, one a core of the machine this runs on (tests start their own servers on free
+# loopback ports, so workers never share one); AISLE_TEST_WORKERS=0 runs the suite in one process.
+exec .venv/bin/python -m pytest -n "${AISLE_TEST_WORKERS:-2}" ${args[@]+"${args[@]}"}
