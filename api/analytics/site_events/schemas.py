@@ -29,12 +29,12 @@ class SiteEvent(CamelModel):
     session_id: str
     journey_id: str | None
     user_id: str | None
-    url: str | None
-    entity_type: str | None
-    entity_id: str | None
-    product_item_code: str | None
-    category_path: str | None
-    metadata: dict[str, Any]
+    url: str | None = Field(description="The page the event was sent from, if any.")
+    entity_type: str | None = Field(description="The kind of thing the event is about, as sent.")
+    entity_id: str | None = Field(description="The id of the thing the event is about, as sent.")
+    product_item_code: str | None = Field(description="The product the event names, if any.")
+    category_path: str | None = Field(description="The category the event names, if any.")
+    metadata: dict[str, Any] = Field(description="The event's metadata, as stored.")
     channel: str | None = Field(description="web, mobile, server or import.")
 
 
