@@ -125,9 +125,9 @@ def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details}}
 
 
-# `details` has one documented shape (also in the README's Errors): null when the message says all; a
-# list of field errors when the request failed validation (VALIDATION_FAILED, and MALFORMED_JSON of a
-# body FastAPI parses into a model); otherwise an object naming the refusal's facts under their own keys.
+# `details` has one documented shape (also in the README's Errors): null when the message says all,
+# else an object naming the refusal's facts under their own keys; a request that failed validation
+# lists its problems under `fields`.
 FIELD_ERROR_SCHEMA: dict[str, Any] = {
     "type": "object",
     "description": "One problem of a request that failed validation.",
@@ -149,15 +149,19 @@ FIELD_ERROR_SCHEMA: dict[str, Any] = {
     "required": ["field", "message", "type"],
 }
 DETAILS_SCHEMA: dict[str, Any] = {
-    "description": "null when the message says all; a list of field errors when the request failed "
-    "validation (`VALIDATION_FAILED`, and `MALFORMED_JSON` of a body parsed into a model, saying where "
-    "the JSON broke); otherwise an object with the refusal's facts under their own names (a throttle's "
-    "`limit` and `windowSeconds`, a SQL error's `position`, an unknown value's `allowed` values).",
-    "anyOf": [
-        {"type": "null"},
-        {"type": "array", "items": FIELD_ERROR_SCHEMA},
-        {"type": "object"},
-    ],
+    "description": "null when the message says all; otherwise an object with the refusal's facts under "
+    "their own names (a throttle's `limit` and `windowSeconds`, a SQL error's `position`, an unknown "
+    "value's `allowed` values). A request that failed validation (`VALIDATION_FAILED`, and "
+    "`MALFORMED_JSON` of a body parsed into a model, saying where the JSON broke) lists its problems "
+    "under `fields`.",
+    "type": ["object", "null"],
+    "properties": {
+        "fields": {"type": "array", "items": FIELD_ERROR_SCHEMA},
+        "allowed": {
+            "type": "array",
+            "description": "The values taken, when a value outside them was refused.",
+        },
+    },
 }
 
 ERROR_RESPONSE_SCHEMA = {
@@ -339,7 +343,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
-        details = _validation_details(errors, exc.body)
+        details = {"fields": _validation_details(errors, exc.body)}
         if broken := next((e for e in errors if e.get("type") == "json_invalid"), None):
             reason = (broken.get("ctx") or {}).get("error") or "it is malformed"
             return JSONResponse(error_body("MALFORMED_JSON", malformed_json(reason).message, details), 400)
@@ -347,7 +351,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(PydanticValidationError)
     async def _model_validation(_: Request, exc: PydanticValidationError) -> JSONResponse:
-        details = _validation_details(exc.errors())
+        details = {"fields": _validation_details(exc.errors())}
         return JSONResponse(error_body("VALIDATION_FAILED", "Request validation failed", details), 400)
 
     @app.exception_handler(StarletteHTTPException)

@@ -76,7 +76,9 @@ def test_validation_failure_is_400_with_field_details(client):
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == "VALIDATION_FAILED"
-    assert error["details"] == [{"field": "body.password", "message": "Field required", "type": "missing"}]
+    assert error["details"] == {
+        "fields": [{"field": "body.password", "message": "Field required", "type": "missing"}]
+    }
 
 
 def test_openapi_and_docs_are_served_under_the_prefix(client):
@@ -133,7 +135,7 @@ def test_a_value_refused_from_a_closed_set_names_the_values_allowed(owner):
         params={"steps": "page_view,add_to_cart", "format": "xml"},
     )
     assert response.status_code == 400
-    assert response.json()["error"]["details"] == [
+    assert response.json()["error"]["details"]["fields"] == [
         {
             "field": "query.format",
             "message": "Input should be 'csv' or 'json'",
@@ -148,11 +150,12 @@ def test_openapi_documents_the_error_envelope(client):
     login_responses = spec["paths"]["/api/v1/auth/login"]["post"]["responses"]
     schema = login_responses["400"]["content"]["application/json"]["schema"]
     assert schema["properties"]["error"]["required"] == ["code", "message", "details"]
-    # `details` has one documented shape: null, the validation errors, or an object of named facts.
+    # `details` has one documented shape: null, or an object of named facts (a failed validation's
+    # problems under `fields`).
     details = schema["properties"]["error"]["properties"]["details"]
-    assert [branch["type"] for branch in details["anyOf"]] == ["null", "array", "object"]
-    assert details["anyOf"][1]["items"]["required"] == ["field", "message", "type"]
-    assert "allowed" in details["anyOf"][1]["items"]["properties"]
+    assert details["type"] == ["object", "null"]
+    assert details["properties"]["fields"]["items"]["required"] == ["field", "message", "type"]
+    assert "allowed" in details["properties"]["fields"]["items"]["properties"]
 
 
 def test_openapi_names_the_bearer_token_of_exactly_the_operations_that_ask_for_one(client):
@@ -376,7 +379,7 @@ def test_a_body_of_exactly_the_limit_is_read_and_one_byte_more_is_not(client):
     over = client.post("/auth/register", content=padded_json(register, MIB + 1), headers=headers)
 
     assert at_limit.status_code == 400
-    assert [d["field"] for d in at_limit.json()["error"]["details"]] == ["body.name"]
+    assert [d["field"] for d in at_limit.json()["error"]["details"]["fields"]] == ["body.name"]
     assert (over.status_code, over.json()) == (413, TOO_LARGE)
 
 
@@ -470,9 +473,9 @@ def test_json_in_any_spelling_and_bodyless_requests_are_read_as_before(client, o
         assert (response.status_code, response.json()["error"]["code"]) == (401, "INVALID_CREDENTIALS"), media
     empty = client.post("/auth/login", content=b"", headers={"Content-Type": "text/plain"})
     assert empty.status_code == 400
-    assert empty.json()["error"]["details"] == [
-        {"field": "body", "message": "Field required", "type": "missing"}
-    ]
+    assert empty.json()["error"]["details"] == {
+        "fields": [{"field": "body", "message": "Field required", "type": "missing"}]
+    }
     assert client.post("/auth/logout", content=b"", headers={"Content-Type": "text/plain"}).status_code == 400
 
 

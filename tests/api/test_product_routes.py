@@ -148,7 +148,10 @@ def test_association_parameters_are_validated(app, owner):
     site = owner.make_site()
     base = f"/analytics/product/{site['id']}/associations"
     missing = owner.get(base, params={"productId": pid(site, "A")})
-    assert missing.status_code == 400 and missing.json()["error"]["details"][0]["field"] == "query.source"
+    assert (
+        missing.status_code == 400
+        and missing.json()["error"]["details"]["fields"][0]["field"] == "query.source"
+    )
     wrong = owner.get(base, params={"productId": pid(site, "A"), "source": "purchase", "mode": "basket"})
     assert wrong.status_code == 400 and wrong.json()["error"]["code"] == "VALIDATION_FAILED"
     unknown = owner.get(base, params={"productId": pid(site, "nothing"), "source": "cart"})

@@ -28,8 +28,8 @@ def fill(path: str, site_id: str, definition_id: str) -> str:
 
 
 def errors_of(response, name: str) -> list[dict]:
-    details = response.json()["error"].get("details") or []
-    return [d for d in details if d["field"] == f"query.{name}"]
+    fields = (response.json()["error"].get("details") or {}).get("fields", [])
+    return [d for d in fields if d["field"] == f"query.{name}"]
 
 
 def test_every_route_with_report_dates_is_walked(app):

@@ -467,7 +467,7 @@ def test_bad_parameters_answer_400_in_the_envelope(owner):
 def test_a_missing_site_id_is_reported_once(owner):
     # Both the site's and the range's dependencies read siteId.
     details = owner.get("/analytics/revenue/overview").json()["error"]["details"]
-    assert details == [{"field": "query.siteId", "message": "Field required", "type": "missing"}]
+    assert details == {"fields": [{"field": "query.siteId", "message": "Field required", "type": "missing"}]}
 
 
 def test_openapi_descriptions_state_the_rules(owner):

@@ -142,11 +142,11 @@ def error_of(response: httpx.Response) -> tuple[int, str]:
 
 
 def failed_fields(response: httpx.Response) -> list[str]:
-    return [d["field"] for d in response.json()["error"]["details"]]
+    return [d["field"] for d in response.json()["error"]["details"]["fields"]]
 
 
 def failed_messages(response: httpx.Response) -> str:
-    return " | ".join(d["message"] for d in response.json()["error"]["details"])
+    return " | ".join(d["message"] for d in response.json()["error"]["details"]["fields"])
 
 
 def get_site(session: Session, site_id: str) -> dict[str, Any]:
@@ -673,7 +673,7 @@ def test_spellings_of_granular_sent_together_must_agree(owner, consent, message)
     response = owner.put(url, json={"batchSize": 7, "dataLayerConfig": {"cookieConsent": consent}})
 
     assert error_of(response) == (400, "VALIDATION_FAILED")
-    assert response.json()["error"]["details"] == [
+    assert response.json()["error"]["details"]["fields"] == [
         {
             "field": "body.dataLayerConfig.cookieConsent.granularEnabled",
             "message": f"{message} and were sent different values; send one of them",
@@ -759,7 +759,7 @@ def test_a_value_no_member_of_a_union_takes_is_named_by_its_body_path(owner):
     )
 
     assert error_of(response) == (400, "VALIDATION_FAILED")
-    assert response.json()["error"]["details"] == [
+    assert response.json()["error"]["details"]["fields"] == [
         {"field": consent, "message": "Input should be a valid boolean", "type": "bool_type"},
         {"field": consent, "message": "Input should be a valid string", "type": "string_type"},
         {"field": f"{consent}.analytics", "message": "Input should be a valid boolean", "type": "bool_type"},

@@ -234,7 +234,7 @@ def test_a_parameter_value_of_no_allowed_type_is_named_by_its_body_path(owner):
 
     error = assert_error(owner.post(SQL, json=body), 400, "VALIDATION_FAILED")
 
-    assert [(d["field"], d["message"]) for d in error["details"]] == [
+    assert [(d["field"], d["message"]) for d in error["details"]["fields"]] == [
         ("body.parameters.o", "Input should be a valid string"),
         ("body.parameters.o", "Input should be a valid integer"),
         ("body.parameters.o", "Input should be a valid number"),
