@@ -1,13 +1,19 @@
 """Product analytics v2: one product's overview, dwell time and associations; top products per
 currency; tracking status; and the catalog as answered by the routes.
 
-Products are named by ``productId`` (``product_id_for(site, productItemCode)``). Events name them by
-code; an order line by its code, else by its productId (a line naming only the productId of a code is
-that code's product). A query for one product binds its code and its id (no code for a product only
-code-less lines name: it has no events); queries over many products key them by id, derived from
-codes in SQL (``product_id_of``). Orders are the source of truth for
-sales and money: line revenue (quantity times unit price) per currency, never converted or summed
-across currencies. People are the linked user when a visitor was ever identified, else the visitor.
+Products are named by ``productId``, a uuid derived from the site and the ``productItemCode`` events
+carry (the same code on the same site is always the same id, so events that arrive before the catalog
+still join). A product on an order line without ``productItemCode`` is named by the line's
+``productId``. Orders are the source of truth for sales and money: refunds apart, line revenue is
+quantity times unit price (before order-level discounts; a line of quantity 0 bought nothing: no sale,
+buyer or basket of its product), per currency, never converted or summed across currencies, formatted
+with the currency's ISO-4217 minor units. People are the linked user when a visitor was ever
+identified, else the visitor.
+
+How it runs: ``productId`` is ``product_id_for(site, productItemCode)``; an order line naming only the
+productId of a code is that code's product. A query for one product binds its code and its id (no code
+for a product only code-less lines name: it has no events); queries over many products key them by id,
+derived from codes in SQL (``product_id_of``).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from queries import (
     funnel,
     journeys,
     money,
+    products,
     search_analytics,
 )
 
@@ -36,6 +37,7 @@ ROUTES = [
     ("get", "/analytics/revenue/overview", money, slice(None)),
     ("get", "/analytics/events/{eventId}/attribution", attribution, slice(1)),
     ("post", "/analytics/product/{siteId}/feed", product_feed, slice(None)),
+    ("get", "/analytics/product/{siteId}/top", products, slice(1)),
 ]
 
 

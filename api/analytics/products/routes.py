@@ -34,23 +34,19 @@ from api.descriptions import module_rules
 from api.schemas import CURRENCY_ENUM
 from ingest import product_feed as feed_rules
 from jobs.product_catalog import INTERVAL_SECONDS
+from queries import products
 from queries.products import Mode, Source, TopSort
 
 # Under the router's prefix; the general body limit leaves it to MAX_FEED_BYTES (``api.app``).
 FEED_PATH = "/product/{siteId}/feed"
 
+# The rules are ``queries.products``'s; what the parameters and the access mean follows them.
 SEMANTICS = (
-    "Products are named by `productId`, a uuid derived from the site and the `productItemCode` events "
-    "carry (the same code on the same site is always the same id, so events that arrive before the "
-    "catalog still join); a query naming a product by `productItemCode` answers 400 "
-    "`PRODUCT_ID_REQUIRED` with the id to send. The range is `startDate`..`endDate` (inclusive days of "
-    "the site's time zone) or else the last `days` days, today included (30 by default). Orders are the "
-    "source of truth for sales and money: refunds apart, line revenue is quantity times unit price "
-    "(before order-level discounts; a line of quantity 0 bought nothing: no sale, buyer or basket of its "
-    "product), per currency, never converted or summed across currencies, formatted "
-    "with the currency's ISO-4217 minor units. A product on an order line without `productItemCode` is "
-    "named by the line's `productId`. People are the linked user when a visitor was ever identified, else "
-    "the visitor. Access: `analytics:view` in the organisation that owns the site (403 otherwise)."
+    f"{module_rules(products, paragraphs=slice(1))}\n\n"
+    "A query naming a product by `productItemCode` answers 400 `PRODUCT_ID_REQUIRED` with the id to send. "
+    "The range is `startDate`..`endDate` (inclusive days of the site's time zone) or else the last `days` "
+    "days, today included (30 by default). Access: `analytics:view` in the organisation that owns the site "
+    "(403 otherwise)."
 )
 
 # The product routes read the catalog as the product-catalog job left it (``jobs.product_catalog``).
