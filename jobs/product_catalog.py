@@ -21,5 +21,5 @@ def sync_product_catalogs(store: ConfigStore, engine: Engine) -> dict[str, int]:
     """Merge what every site's product events and order lines brought since the last run into its
     catalog; answers the number of products added, by site id."""
     with store.connect() as conn:
-        every = [sites.get(conn, site_id=site_id) for site_id in sites.timezones(conn)]
-    return {site["id"]: sync_seen_products(store, engine, site=site) for site in every if site is not None}
+        every = sites.list_all(conn)
+    return {site["id"]: sync_seen_products(store, engine, site=site) for site in every}

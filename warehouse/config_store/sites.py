@@ -87,6 +87,11 @@ def get_by_key(conn: Connection, *, site_key: str) -> Site | None:
     return _site(to_dict(conn.execute(select(sites).where(sites.c.site_key == site_key)).first()))
 
 
+def list_all(conn: Connection) -> list[Site]:
+    """Every site of every organisation, oldest first (jobs that visit each site)."""
+    return [cast(Site, to_dict(r)) for r in conn.execute(select(sites).order_by(sites.c.created_at))]
+
+
 def list_for_organization(conn: Connection, *, organization_id: str) -> list[Site]:
     rows = conn.execute(
         select(sites).where(sites.c.organization_id == organization_id).order_by(sites.c.created_at)
