@@ -19,7 +19,7 @@ from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
 from ingest import json_text
-from ingest.event_names import CANONICAL_EVENT_NAMES
+from ingest.event_names import CANONICAL_EVENT_NAMES, allowed_text
 
 
 class AppError(Exception):
@@ -197,7 +197,7 @@ def _with_allowed(exc: AppError) -> tuple[str, dict[str, Any] | None]:
     allowed = ALLOWED_VALUES.get(exc.code)
     if allowed is None:
         return exc.message, exc.details
-    return f"{exc.message} (allowed: {', '.join(allowed)})", {**(exc.details or {}), "allowed": allowed}
+    return f"{exc.message} ({allowed_text(allowed)})", {**(exc.details or {}), "allowed": allowed}
 
 
 def malformed_json(reason: str) -> BadRequest:

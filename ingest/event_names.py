@@ -53,5 +53,12 @@ EVENT_FAMILIES: dict[str, tuple[str, ...]] = {
 }
 
 CANONICAL_EVENT_NAMES: frozenset[str] = frozenset(n for names in EVENT_FAMILIES.values() for n in names)
-# How a refusal of a name names the ones taken (`UNKNOWN_EVENT_NAME`), so a sender can fix the event.
-ALLOWED_NAMES_TEXT = f"allowed: {', '.join(sorted(CANONICAL_EVENT_NAMES))}"
+
+
+def allowed_text(values: list[str]) -> str:
+    """How a refusal of a value outside a closed set names the values taken, so a sender can fix it."""
+    return f"allowed: {', '.join(values)}"
+
+
+# A batch's refusal of an unknown name (`UNKNOWN_EVENT_NAME`) in the words the error envelope uses.
+ALLOWED_NAMES_TEXT = allowed_text(sorted(CANONICAL_EVENT_NAMES))
